@@ -1,0 +1,79 @@
+"""The few errors lore-mcp raises on purpose.
+
+Every message is written for the agent that reads it: it says what went wrong and what
+to do next. The server turns any `LoreError` into an `isError` tool result; the CLI
+prints it to stderr and exits non-zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class LoreError(Exception):
+    """Base class: an anticipated failure with a message meant for the caller."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class PageNotFoundError(LoreError):
+    """No page or placeholder answers to the name."""
+
+    def __init__(self, name: str, suggestions: Sequence[str] = ()) -> None:
+        self.name = name
+        self.suggestions = list(suggestions)
+        hint = (
+            f" Did you mean: {', '.join(self.suggestions)}?"
+            if self.suggestions
+            else " Use search_titles or list_pages to find the page's slug."
+        )
+        super().__init__(f"No page named {name!r}.{hint}")
+
+
+class AmbiguousNameError(LoreError):
+    """A write names more than one page; writes need a unique match."""
+
+    def __init__(self, name: str, candidates: Sequence[str]) -> None:
+        self.name = name
+        self.candidates = list(candidates)
+        super().__init__(
+            f"{name!r} matches several pages: {', '.join(self.candidates)}. "
+            "Repeat the call with the full slug of the one you mean."
+        )
+
+
+class InvalidNameError(LoreError):
+    """A page name that cannot become a slug or a file name."""
+
+
+class UnsafePathError(LoreError):
+    """A name that would reach outside the vault or into a hidden folder."""
+
+
+class ContentTooLargeError(LoreError):
+    """Page content over the size limit."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"Content is {size:,} bytes; the limit is {limit:,} bytes. "
+            "Split it into several linked pages."
+        )
+
+
+class PageExistsError(LoreError):
+    """A rename whose new name is already taken."""
+
+
+class VaultError(LoreError):
+    """The vault itself cannot be used as asked (missing, not writable, read-only mode)."""
+
+
+class InvalidArgumentError(LoreError):
+    """An argument out of range or of the wrong shape (a query, a depth, content)."""

@@ -1,0 +1,481 @@
+"""The SQLite index in `<vault>/.lore/lore.db`: pages, links, full-text search.
+
+It is a cache of the files. It carries a schema version (`PRAGMA user_version`); a
+missing, outdated or corrupt database is replaced by an empty one and rebuilt from the
+files by the caller. Several processes share it: WAL, short write transactions taken
+with `BEGIN IMMEDIATE`, a busy timeout, and a change log so each process can bring its
+in-memory graph up to date with what the others committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 3
+BUSY_TIMEOUT_MS = 30_000
+CHANGELOG_KEEP = 20_000
+_CHUNK = 500
+
+_SCHEMA = """
+CREATE TABLE pages(
+    id INTEGER PRIMARY KEY,
+    slug TEXT NOT NULL UNIQUE,
+    title TEXT NOT NULL,
+    path TEXT UNIQUE,
+    size INTEGER NOT NULL DEFAULT 0,
+    mtime_ns INTEGER NOT NULL DEFAULT 0,
+    hash TEXT NOT NULL DEFAULT '',
+    bad_utf8 INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE links(
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    target TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    context TEXT NOT NULL,
+    key TEXT NOT NULL,
+    exact INTEGER NOT NULL,
+    resolved TEXT NOT NULL,
+    ambiguous INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX links_source ON links(source);
+CREATE INDEX links_resolved ON links(resolved);
+CREATE INDEX links_key ON links(key);
+CREATE TABLE shadowed(path TEXT PRIMARY KEY, slug TEXT NOT NULL);
+CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, slug TEXT NOT NULL);
+CREATE VIRTUAL TABLE fts USING fts5(
+    title, body, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
+);
+"""
+
+# Scripts written without spaces between words. Each of their characters becomes its
+# own FTS token (separated by U+001F, which the tokenizer treats as a separator and
+# which never occurs in text), and a query term in them becomes a phrase of its
+# characters: "記憶" matches inside "長期記憶の話". Bigram or trigram tokenizers would
+# miss one-character words or need a second index; this needs neither.
+_CJK = (
+    "\u2e80-\u2fdf\u3005\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+)
+_CJK_CHAR = re.compile(f"([{_CJK}])")
+_SEP = "\x1f"
+_QUERY_TERM = re.compile(r'"([^"]*)"|([^\s"]+)')
+_WORD = re.compile(r"\w+")
+
+
+def fts_text(text: str) -> str:
+    """Text as stored in the FTS table: CJK characters split into single tokens."""
+    return _CJK_CHAR.sub(f"{_SEP}\\1{_SEP}", text) if _CJK_CHAR.search(text) else text
+
+
+def fts_query(user_query: str) -> str | None:
+    """Turn any user string into a safe FTS5 MATCH expression, or None if it has no words.
+
+    Every word becomes a quoted string, so FTS operators (AND, OR, NOT, NEAR, `*`, `^`,
+    `:`, parentheses) are plain text; `"quoted phrases"` stay phrases; the last term
+    matches as a prefix. All terms must match.
+    """
+    terms: list[str] = []
+    for phrase, bare in _QUERY_TERM.findall(user_query.replace("\x00", " ")):
+        words = _WORD.findall(phrase if phrase else bare)
+        if words:
+            terms.append(" ".join(fts_text(w) for w in words))
+    if not terms:
+        return None
+    quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
+    quoted[-1] += "*"
+    return " ".join(quoted)
+
+
+def _clean_snippet(snippet: str) -> str:
+    return " ".join(snippet.replace(_SEP, "").split())
+
+
+@dataclass(frozen=True, slots=True)
+class PageRow:
+    slug: str
+    title: str
+    path: str | None
+    size: int = 0
+    mtime_ns: int = 0
+    hash: str = ""
+    bad_utf8: bool = False
+
+    @property
+    def is_placeholder(self) -> bool:
+        return self.path is None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRow:
+    source: str
+    target: str
+    line: int
+    context: str
+    key: str
+    exact: bool
+    resolved: str
+    ambiguous: bool = False
+    id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRow:
+    slug: str
+    title: str
+    snippet: str
+    score: float
+
+
+_PAGE_COLS = "slug, title, path, size, mtime_ns, hash, bad_utf8"
+_LINK_COLS = "source, target, line, context, key, exact, resolved, ambiguous, id"
+
+
+def _page(row: Any) -> PageRow:
+    slug, title, path, size, mtime_ns, hash_, bad = row
+    return PageRow(slug, title, path, size, mtime_ns, hash_, bool(bad))
+
+
+def _link(row: Any) -> LinkRow:
+    source, target, line, context, key, exact, resolved, ambiguous, id_ = row
+    return LinkRow(source, target, line, context, key, bool(exact), resolved, bool(ambiguous), id_)
+
+
+def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+class Index:
+    """One connection to the vault's index database."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.path = db_path
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        self.rebuilt = False
+        try:
+            self._conn = self._connect()
+            self._ensure_schema()
+        except sqlite3.DatabaseError as exc:
+            log.warning("index %s is unreadable (%s); rebuilding it from the files", db_path, exc)
+            broken = getattr(self, "_conn", None)
+            if broken is not None:
+                with suppress(sqlite3.Error):
+                    broken.close()
+            self._discard_files()
+            self._conn = self._connect()
+            self._ensure_schema()
+        self._last_seq = self.last_change()
+
+    # -- connection and schema -------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    def _discard_files(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def _ensure_schema(self) -> None:
+        """Check the schema version (and that the file reads); recreate it when it differs."""
+        self._begin_immediate()
+        try:
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == SCHEMA_VERSION:
+                self._conn.execute("SELECT count(*) FROM pages").fetchone()
+                self._conn.execute("SELECT count(*) FROM fts").fetchone()
+            else:
+                if version != 0:
+                    log.info("index schema %s is not %s; rebuilding", version, SCHEMA_VERSION)
+                self._drop_all()
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                self.rebuilt = True
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def _drop_all(self) -> None:
+        rows = self._conn.execute(
+            "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view') "
+            "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'fts_%'"
+        ).fetchall()
+        for kind, name in rows:
+            self._conn.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # -- transactions and change tracking --------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """A write transaction; it takes the database's write lock at once."""
+        if self._conn.in_transaction:
+            yield
+            return
+        self._begin_immediate()
+        start_seq = self.last_change()
+        try:
+            yield
+            # When everything before this transaction was seen, what it added is our own.
+            seen = self.last_change() if self._last_seq >= start_seq else self._last_seq
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+        self._last_seq = seen
+
+    def _begin_immediate(self) -> None:
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def last_change(self) -> int:
+        row = self._conn.execute("SELECT max(seq) FROM changes").fetchone()
+        return int(row[0] or 0)
+
+    def changes_since_seen(self) -> list[str] | None:
+        """Slugs other connections changed since this one last looked; None if too many
+        to list (the log was pruned past our mark), meaning: reload everything."""
+        first = self._conn.execute("SELECT min(seq) FROM changes").fetchone()[0]
+        if first is not None and first > self._last_seq + 1:
+            self._last_seq = self.last_change()
+            return None
+        rows = self._conn.execute(
+            "SELECT seq, slug FROM changes WHERE seq > ? ORDER BY seq", (self._last_seq,)
+        ).fetchall()
+        if rows:
+            self._last_seq = int(rows[-1][0])
+        return list(dict.fromkeys(str(slug) for _, slug in rows))
+
+    def record_changes(self, slugs: Iterable[str]) -> None:
+        self._conn.executemany("INSERT INTO changes(slug) VALUES (?)", ((s,) for s in slugs))
+        first, last = self._conn.execute("SELECT min(seq), max(seq) FROM changes").fetchone()
+        if first is not None and last - first > 2 * CHANGELOG_KEEP:
+            self._conn.execute("DELETE FROM changes WHERE seq <= ?", (last - CHANGELOG_KEEP,))
+
+    # -- pages -----------------------------------------------------------------------
+
+    def upsert_page(self, row: PageRow, body: str | None = None) -> None:
+        """Insert or replace a page row; `body` (real pages) replaces its FTS text."""
+        cur = self._conn.execute(
+            f"INSERT INTO pages({_PAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(slug) DO UPDATE SET title=excluded.title, path=excluded.path, "
+            "size=excluded.size, mtime_ns=excluded.mtime_ns, hash=excluded.hash, "
+            "bad_utf8=excluded.bad_utf8 RETURNING id",
+            (row.slug, row.title, row.path, row.size, row.mtime_ns, row.hash, int(row.bad_utf8)),
+        )
+        page_id = cur.fetchone()[0]
+        self._conn.execute("DELETE FROM fts WHERE rowid = ?", (page_id,))
+        if body is not None:
+            self._conn.execute(
+                "INSERT INTO fts(rowid, title, body) VALUES (?, ?, ?)",
+                (page_id, fts_text(row.title), fts_text(body)),
+            )
+
+    def touch_page(self, slug: str, size: int, mtime_ns: int) -> None:
+        self._conn.execute(
+            "UPDATE pages SET size = ?, mtime_ns = ? WHERE slug = ?", (size, mtime_ns, slug)
+        )
+
+    def delete_page(self, slug: str) -> None:
+        row = self._conn.execute("SELECT id FROM pages WHERE slug = ?", (slug,)).fetchone()
+        if row is not None:
+            self._conn.execute("DELETE FROM fts WHERE rowid = ?", (row[0],))
+            self._conn.execute("DELETE FROM pages WHERE id = ?", (row[0],))
+
+    def get_page(self, slug: str) -> PageRow | None:
+        row = self._conn.execute(
+            f"SELECT {_PAGE_COLS} FROM pages WHERE slug = ?", (slug,)
+        ).fetchone()
+        return None if row is None else _page(row)
+
+    def get_pages(self, slugs: Sequence[str]) -> list[PageRow]:
+        found: list[PageRow] = []
+        for chunk in _chunks(slugs):
+            marks = ",".join("?" * len(chunk))
+            found += map(
+                _page,
+                self._conn.execute(
+                    f"SELECT {_PAGE_COLS} FROM pages WHERE slug IN ({marks})", tuple(chunk)
+                ),
+            )
+        return found
+
+    def all_pages(self) -> list[PageRow]:
+        return [_page(r) for r in self._conn.execute(f"SELECT {_PAGE_COLS} FROM pages")]
+
+    # -- links -----------------------------------------------------------------------
+
+    def replace_links(self, source: str, links: Iterable[LinkRow]) -> None:
+        self._conn.execute("DELETE FROM links WHERE source = ?", (source,))
+        self.add_links(links)
+
+    def add_links(self, links: Iterable[LinkRow]) -> None:
+        self._conn.executemany(
+            "INSERT INTO links(source, target, line, context, key, exact, resolved, ambiguous) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    k.source,
+                    k.target,
+                    k.line,
+                    k.context,
+                    k.key,
+                    int(k.exact),
+                    k.resolved,
+                    int(k.ambiguous),
+                )
+                for k in links
+            ),
+        )
+
+    def delete_links_from(self, sources: Sequence[str]) -> None:
+        for chunk in _chunks(sources):
+            marks = ",".join("?" * len(chunk))
+            self._conn.execute(f"DELETE FROM links WHERE source IN ({marks})", tuple(chunk))
+
+    def links_from(self, source: str) -> list[LinkRow]:
+        return [
+            _link(r)
+            for r in self._conn.execute(
+                f"SELECT {_LINK_COLS} FROM links WHERE source = ? ORDER BY id", (source,)
+            )
+        ]
+
+    def links_to(self, slug: str) -> list[LinkRow]:
+        return [
+            _link(r)
+            for r in self._conn.execute(
+                f"SELECT {_LINK_COLS} FROM links WHERE resolved = ? ORDER BY source, line", (slug,)
+            )
+        ]
+
+    def links_with_keys(self, keys: Sequence[str]) -> list[LinkRow]:
+        found: list[LinkRow] = []
+        for chunk in _chunks(keys):
+            marks = ",".join("?" * len(chunk))
+            found += map(
+                _link,
+                self._conn.execute(
+                    f"SELECT {_LINK_COLS} FROM links WHERE key IN ({marks})", tuple(chunk)
+                ),
+            )
+        return found
+
+    def all_links(self) -> list[LinkRow]:
+        return [_link(r) for r in self._conn.execute(f"SELECT {_LINK_COLS} FROM links")]
+
+    def set_resolutions(self, updates: Iterable[tuple[int, str, bool]]) -> None:
+        self._conn.executemany(
+            "UPDATE links SET resolved = ?, ambiguous = ? WHERE id = ?",
+            ((slug, int(amb), link_id) for link_id, slug, amb in updates),
+        )
+
+    def edges(self, sources: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """Distinct (source, resolved) pairs, for all sources or the given ones."""
+        if sources is None:
+            rows = self._conn.execute("SELECT DISTINCT source, resolved FROM links")
+            return [(str(a), str(b)) for a, b in rows]
+        found: list[tuple[str, str]] = []
+        for chunk in _chunks(sources):
+            marks = ",".join("?" * len(chunk))
+            found += [
+                (str(a), str(b))
+                for a, b in self._conn.execute(
+                    f"SELECT DISTINCT source, resolved FROM links WHERE source IN ({marks})",
+                    tuple(chunk),
+                )
+            ]
+        return found
+
+    def first_link_to(self, slug: str) -> LinkRow | None:
+        row = self._conn.execute(
+            f"SELECT {_LINK_COLS} FROM links WHERE resolved = ? ORDER BY source, line, id LIMIT 1",
+            (slug,),
+        ).fetchone()
+        return None if row is None else _link(row)
+
+    def count_links(self) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM links").fetchone()[0])
+
+    # -- slug collisions -------------------------------------------------------------
+
+    def set_shadowed(self, path: str, slug: str) -> None:
+        self._conn.execute(
+            "INSERT OR REPLACE INTO shadowed(path, slug) VALUES (?, ?)", (path, slug)
+        )
+
+    def unshadow(self, path: str) -> None:
+        self._conn.execute("DELETE FROM shadowed WHERE path = ?", (path,))
+
+    def shadowed(self) -> list[tuple[str, str]]:
+        rows = self._conn.execute("SELECT path, slug FROM shadowed ORDER BY path")
+        return [(str(p), str(s)) for p, s in rows]
+
+    def fts_documents(self) -> list[tuple[str, str, str]]:
+        """(slug, title, body) of every FTS row, for consistency checks."""
+        rows = self._conn.execute(
+            "SELECT p.slug, f.title, f.body FROM fts f JOIN pages p ON p.id = f.rowid"
+        )
+        return sorted((str(s), str(t), str(b)) for s, t, b in rows)
+
+    # -- search ----------------------------------------------------------------------
+
+    def search(self, query: str, limit: int) -> list[SearchRow]:
+        """BM25-ranked full-text search, title weighted above body. Never raises on input."""
+        match = fts_query(query)
+        if match is None:
+            return []
+        rows = self._conn.execute(
+            "SELECT p.slug, p.title, snippet(fts, 1, '**', '**', '…', 16), "
+            "bm25(fts, 10.0, 1.0) AS rank FROM fts JOIN pages p ON p.id = fts.rowid "
+            "WHERE fts MATCH ? ORDER BY rank LIMIT ?",
+            (match, limit),
+        ).fetchall()
+        return [SearchRow(str(s), str(t), _clean_snippet(str(n)), -float(r)) for s, t, n, r in rows]
+
+    def pages_matching(self, query: str, limit: int) -> list[str]:
+        """Slugs of pages whose text contains all words of `query` (unranked)."""
+        match = fts_query(query)
+        if match is None:
+            return []
+        rows = self._conn.execute(
+            "SELECT p.slug FROM fts JOIN pages p ON p.id = fts.rowid WHERE fts MATCH ? LIMIT ?",
+            (match.removesuffix("*"), limit),
+        )
+        return [str(r[0]) for r in rows]

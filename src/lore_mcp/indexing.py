@@ -1,0 +1,447 @@
+"""Keeping the index and the graph equal to the files.
+
+`apply` is the one place where pages enter and leave the index: it writes page rows,
+FTS text and links, re-resolves the links a change can affect, keeps placeholders in
+step, and updates the in-memory graph. `sync` compares the files on disk with the index
+and applies the difference; `refresh` brings this process up to date with what other
+processes committed. Callers hold the state's lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lore_mcp import links as linkparse
+from lore_mcp.index import LinkRow, PageRow
+from lore_mcp.models import SyncReport
+from lore_mcp.slugs import Key, is_hidden, slug_from_path, suffixes, target_key, title_from_path
+from lore_mcp.state import LORE_DIR, AppState
+
+log = logging.getLogger(__name__)
+
+MAX_CONTEXT_CHARS = 240
+MAX_FILE_BYTES = 20 * 1024 * 1024
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(slots=True)
+class Parsed:
+    """A page file read and parsed, ready to be applied."""
+
+    row: PageRow
+    body: str
+    links: list[linkparse.Link]
+
+
+@dataclass(slots=True)
+class Applied:
+    """What `apply` changed among placeholders."""
+
+    created: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def decode(data: bytes) -> tuple[str, bool]:
+    """The text of a page file; invalid UTF-8 is replaced and reported, never rewritten."""
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace"), True
+
+
+def parse(rel_path: str, data: bytes, size: int, mtime_ns: int) -> Parsed:
+    text, bad = decode(data)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    row = PageRow(
+        slug_from_path(rel_path),
+        title_from_path(rel_path),
+        rel_path,
+        size,
+        mtime_ns,
+        content_hash(data),
+        bad,
+    )
+    return Parsed(row, text, linkparse.extract_links(text))
+
+
+def read_page_file(root: Path, rel_path: str) -> Parsed | None:
+    """Read and parse one page file (already known to lie inside the vault); None if it
+    is gone, unreadable or too large."""
+    path = os.path.join(root, rel_path)
+    try:
+        with open(path, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if st.st_size > MAX_FILE_BYTES:
+                log.warning(
+                    "skipping %s: %d bytes is over the %d byte limit",
+                    rel_path,
+                    st.st_size,
+                    MAX_FILE_BYTES,
+                )
+                return None
+            data = handle.read()
+    except OSError as exc:
+        log.warning("skipping %s: %s", rel_path, exc)
+        return None
+    return parse(rel_path, data, st.st_size, st.st_mtime_ns)
+
+
+def inside(root: Path, path: Path) -> bool:
+    """True when `path`, with symlinks followed, stays inside `root` (already resolved)."""
+    try:
+        return path.resolve().is_relative_to(root)
+    except OSError:
+        return False
+
+
+def scan_files(root: Path, under: str = "") -> dict[str, os.stat_result]:
+    """Every page file under the root (or its folder `under`): `.md`, outside
+    dot-folders, not a symlink leading outside the root. Folder symlinks are not
+    followed."""
+    found: dict[str, os.stat_result] = {}
+    real_root = root.resolve()
+    pending = [(os.path.join(root, under) if under else str(root), under)]
+    while pending:
+        folder, rel_folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            log.warning("skipping folder %s: %s", rel_folder or ".", exc)
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, rel))
+                elif entry.name.lower().endswith(".md"):
+                    if entry.is_symlink() and not inside(real_root, Path(entry.path)):
+                        log.warning("skipping %s: symlink leads outside the vault", rel)
+                        continue
+                    found[rel] = entry.stat()
+            except OSError as exc:
+                log.warning("skipping %s: %s", rel, exc)
+    return found
+
+
+# -- apply ------------------------------------------------------------------------------
+
+
+def _resolve(state: AppState, source: str, key: str, exact: bool) -> tuple[str, bool]:
+    res = state.pages.resolve(Key(key, exact), source)
+    return (res.slug, res.ambiguous) if res.slug is not None else (key, False)
+
+
+def link_rows(state: AppState, parsed: Parsed) -> list[LinkRow]:
+    """The page's links that are edges (not same-page, not attachments), resolved."""
+    rows: list[LinkRow] = []
+    lines = parsed.body.splitlines()
+    source = parsed.row.slug
+    for link in parsed.links:
+        if link.is_same_page or link.is_attachment:
+            continue
+        key = target_key(link.target, source)
+        if key is None:
+            continue
+        resolved, ambiguous = _resolve(state, source, key.path, key.exact)
+        context = lines[link.line - 1].strip() if link.line <= len(lines) else ""
+        rows.append(
+            LinkRow(
+                source,
+                link.target,
+                link.line,
+                context[:MAX_CONTEXT_CHARS],
+                key.path,
+                key.exact,
+                resolved,
+                ambiguous,
+            )
+        )
+    return rows
+
+
+def placeholder_title(target: str) -> str:
+    """A placeholder's title: the last segment of the link target as written."""
+    text = target.strip().replace("\\", "/").rstrip("/")
+    name = text.rsplit("/", 1)[-1]
+    return name[:-3] if name.lower().endswith(".md") else name
+
+
+def apply(state: AppState, upserts: Iterable[Parsed], removals: Iterable[str]) -> Applied:
+    """Put pages into the index and graph and take others out, in one transaction."""
+    upserts = list(upserts)
+    removed_slugs = set(removals) - {p.row.slug for p in upserts}
+    index, graph = state.index, state.graph
+    candidates: set[str] = set(removed_slugs)
+    touched: set[str] = set()
+    with index.write():
+        new_real: set[str] = set(removed_slugs)
+        for slug in removed_slugs:
+            candidates.update(graph.linked_from(slug))
+            state.pages.remove(slug)
+            index.delete_page(slug)
+        index.delete_links_from(sorted(removed_slugs))
+        for parsed in upserts:
+            if parsed.row.slug not in state.pages:
+                new_real.add(parsed.row.slug)
+                state.pages.add(parsed.row.slug)
+            state.placeholders.remove(parsed.row.slug)
+        for parsed in upserts:
+            rows = link_rows(state, parsed)
+            candidates.update(graph.linked_from(parsed.row.slug))
+            candidates.update(r.resolved for r in rows)
+            index.upsert_page(parsed.row, parsed.body)
+            index.replace_links(parsed.row.slug, rows)
+            touched.add(parsed.row.slug)
+        touched |= _reresolve(state, new_real, touched | removed_slugs, candidates)
+        applied = _settle_placeholders(state, candidates)
+        touched |= removed_slugs
+        _update_graph(state, upserts, candidates, applied, touched)
+        index.record_changes(sorted(touched | candidates))
+    return applied
+
+
+def _reresolve(
+    state: AppState, appeared_or_gone: set[str], skip: set[str], candidates: set[str]
+) -> set[str]:
+    """Resolve again every link whose target could now mean something else."""
+    keys = sorted({k for slug in appeared_or_gone for k in suffixes(slug)})
+    updates: list[tuple[int, str, bool]] = []
+    sources: set[str] = set()
+    for link in state.index.links_with_keys(keys):
+        if link.source in skip:
+            continue
+        resolved, ambiguous = _resolve(state, link.source, link.key, link.exact)
+        if (resolved, ambiguous) != (link.resolved, link.ambiguous):
+            updates.append((link.id, resolved, ambiguous))
+            candidates.update((resolved, link.resolved))
+            sources.add(link.source)
+    state.index.set_resolutions(updates)
+    return sources
+
+
+def _settle_placeholders(state: AppState, candidates: set[str]) -> Applied:
+    """A placeholder exists exactly where links lead and no page is."""
+    applied = Applied()
+    for slug in sorted(candidates):
+        if slug in state.pages:
+            continue
+        first = state.index.first_link_to(slug)
+        if first is None:
+            if slug in state.placeholders:
+                state.placeholders.remove(slug)
+                state.index.delete_page(slug)
+                applied.removed.append(slug)
+            continue
+        title = placeholder_title(first.target)
+        existing = state.index.get_page(slug)
+        if existing is None or existing.title != title or not existing.is_placeholder:
+            state.index.upsert_page(PageRow(slug, title, None))
+        if slug not in state.placeholders:
+            state.placeholders.add(slug)
+            applied.created.append(slug)
+    return applied
+
+
+def _update_graph(
+    state: AppState, upserts: list[Parsed], affected: set[str], applied: Applied, touched: set[str]
+) -> None:
+    """Mirror the change in the graph: nodes that went, nodes that came, edges of the
+    pages whose links changed."""
+    graph = state.graph
+    for slug in affected | set(applied.removed):
+        if slug not in state.placeholders and slug not in state.pages:
+            graph.remove_node(slug)
+    for parsed in upserts:
+        graph.set_node(parsed.row.slug, parsed.row.title, placeholder=False)
+    maybe = sorted(s for s in affected | set(applied.created) if s in state.placeholders)
+    for row in state.index.get_pages(maybe):
+        graph.set_node(row.slug, row.title, placeholder=True)
+    targets: dict[str, list[str]] = defaultdict(list)
+    for source, target in state.index.edges(sorted(touched)):
+        targets[source].append(target)
+    for source in touched:
+        graph.set_out_edges(source, targets.get(source, ()))
+
+
+# -- whole-vault passes -------------------------------------------------------------------
+
+
+def load(state: AppState) -> None:
+    """Rebuild the in-memory slug sets and graph from the index."""
+    state.graph.clear()
+    state.pages.clear()
+    state.placeholders.clear()
+    for row in state.index.all_pages():
+        (state.placeholders if row.is_placeholder else state.pages).add(row.slug)
+        state.graph.set_node(row.slug, row.title, row.is_placeholder)
+    state.graph.add_edges(state.index.edges())
+    state.data_version = state.index.data_version()
+
+
+def refresh(state: AppState) -> None:
+    """Take in what other processes committed since this one last looked."""
+    version = state.index.data_version()
+    if version == state.data_version:
+        return
+    state.data_version = version
+    changed = state.index.changes_since_seen()
+    if changed is None:
+        load(state)
+        return
+    if not changed:
+        return
+    rows = {r.slug: r for r in state.index.get_pages(changed)}
+    for slug in changed:
+        row = rows.get(slug)
+        state.pages.remove(slug)
+        state.placeholders.remove(slug)
+        if row is None:
+            state.graph.remove_node(slug)
+            continue
+        (state.placeholders if row.is_placeholder else state.pages).add(slug)
+        state.graph.set_node(slug, row.title, row.is_placeholder)
+    targets: dict[str, list[str]] = defaultdict(list)
+    for source, target in state.index.edges(changed):
+        targets[source].append(target)
+    for slug in changed:
+        if slug in state.graph:
+            state.graph.set_out_edges(slug, targets.get(slug, ()))
+
+
+def sync(
+    state: AppState, scope: Iterable[str] | None = None, progress: Progress | None = None
+) -> SyncReport:
+    """Bring the index in line with the files: parse what changed, drop what is gone.
+
+    With `scope` (vault-relative files or folders), only those paths are looked at.
+    """
+    started = time.perf_counter()
+    indexed = {r.path: r for r in state.index.all_pages() if r.path is not None}
+    if scope is None:
+        files = scan_files(state.root)
+        in_scope = dict(indexed)
+    else:
+        files, in_scope = _scan_scope(state, sorted(set(scope)), indexed)
+    winners, skipped = _winners(state, files, full=scope is None)
+    by_slug = {r.slug: r for r in in_scope.values()}
+    removals = {slug for slug in by_slug if slug not in winners}
+    todo: list[str] = []
+    unchanged = 0
+    for slug, rel in winners.items():
+        row, st = indexed.get(rel), files[rel]
+        if (
+            row is not None
+            and row.slug == slug
+            and (row.size, row.mtime_ns) == (st.st_size, st.st_mtime_ns)
+        ):
+            unchanged += 1
+        else:
+            todo.append(rel)
+    parsed: list[Parsed] = []
+    for done, rel in enumerate(sorted(todo), 1):
+        page = read_page_file(state.root, rel)
+        old = indexed.get(rel)
+        if page is None:
+            removals.add(slug_from_path(rel))
+        elif old is not None and old.slug == page.row.slug and old.hash == page.row.hash:
+            with state.index.write():
+                state.index.touch_page(old.slug, page.row.size, page.row.mtime_ns)
+            unchanged += 1
+        else:
+            parsed.append(page)
+        if progress is not None:
+            progress(done, len(todo))
+        if done % 2000 == 0:
+            log.info("indexing: read %d of %d changed files", done, len(todo))
+    removals &= set(state.pages)
+    if parsed or removals:
+        apply(state, parsed, removals)
+    added = sum(1 for p in parsed if p.row.path not in indexed)
+    return SyncReport(
+        pages=len(state.pages),
+        placeholders=len(state.placeholders),
+        links=state.index.count_links(),
+        added=added,
+        updated=len(parsed) - added,
+        removed=len(removals - {p.row.slug for p in parsed}),
+        unchanged=unchanged,
+        skipped=skipped,
+        seconds=round(time.perf_counter() - started, 3),
+    )
+
+
+def _scan_scope(
+    state: AppState, scope: list[str], indexed: dict[str, PageRow]
+) -> tuple[dict[str, os.stat_result], dict[str, PageRow]]:
+    """The files under the given paths, and the index rows that lived there. Files
+    elsewhere that share a slug with one of them come along, so collisions settle."""
+    files: dict[str, os.stat_result] = {}
+    for rel in scope:
+        path = state.root / rel
+        if not inside(state.root, path):
+            continue
+        if path.is_dir():
+            files.update(scan_files(state.root, rel))
+        elif path.is_file() and rel.lower().endswith(".md"):
+            files[rel] = path.stat()
+    wanted = set(scope)
+    in_scope = {p: r for p, r in indexed.items() if _within(p, wanted)}
+    slugs = {slug_from_path(rel) for rel in files} | {r.slug for r in in_scope.values()}
+    others = [p for p, r in indexed.items() if r.slug in slugs and p not in in_scope]
+    others += [p for p, slug in state.index.shadowed() if slug in slugs]
+    for rel in others:
+        if rel not in files and (state.root / rel).is_file():
+            files[rel] = (state.root / rel).stat()
+    return files, in_scope
+
+
+def _winners(
+    state: AppState, files: dict[str, os.stat_result], full: bool
+) -> tuple[dict[str, str], list[str]]:
+    """One file per slug (the path that sorts first); the others are recorded as shadowed."""
+    by_slug: dict[str, list[str]] = defaultdict(list)
+    skipped: list[str] = []
+    for rel in sorted(files):
+        slug = slug_from_path(rel)
+        if not slug:
+            skipped.append(f"{rel}: the name has no letters or digits")
+            continue
+        by_slug[slug].append(rel)
+    with state.index.write():
+        for path, _ in state.index.shadowed():
+            if full or path in files:
+                state.index.unshadow(path)
+        for slug, paths in by_slug.items():
+            for loser in paths[1:]:
+                log.warning(
+                    "%s has the same slug %r as %s; it is not indexed", loser, slug, paths[0]
+                )
+                state.index.set_shadowed(loser, slug)
+                skipped.append(f"{loser}: slug {slug!r} is taken by {paths[0]}")
+    return {slug: paths[0] for slug, paths in by_slug.items()}, skipped
+
+
+def _within(rel_path: str, folders_or_files: set[str]) -> bool:
+    """True when the path, or a folder above it, is in the set."""
+    parts = rel_path.split("/")
+    return any("/".join(parts[:i]) in folders_or_files for i in range(1, len(parts) + 1))
+
+
+def ignored(rel_path: str) -> bool:
+    """Paths that are never part of the vault: dot-files and dot-folders (`.lore/` too)."""
+    return is_hidden(rel_path) or rel_path.split("/", 1)[0] == LORE_DIR

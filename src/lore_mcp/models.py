@@ -1,0 +1,211 @@
+"""What every vault operation returns: pydantic models.
+
+The same models are the MCP tools' output schemas and the CLI's `--json` output, so
+the doors cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class PageRef(BaseModel):
+    """A page or placeholder by slug and title."""
+
+    slug: str
+    title: str
+
+
+class OutgoingLink(BaseModel):
+    """One `[[link]]` in a page."""
+
+    target: str = Field(description="The target as written in the page")
+    slug: str = Field(description="The slug it resolves to (a page or a placeholder)")
+    exists: bool = Field(description="False when the target is a placeholder (no file yet)")
+    line: int = Field(description="1-based line of the link")
+    ambiguous: bool = Field(default=False, description="Several pages matched; one was chosen")
+
+
+class PageView(BaseModel):
+    """A page as read: its Markdown plus where it sits in the link graph."""
+
+    slug: str
+    title: str
+    path: str | None = Field(description="Vault-relative file path; null for a placeholder")
+    content: str = Field(description="The page's Markdown; empty for a placeholder")
+    is_placeholder: bool
+    backlinks: list[PageRef] = Field(description="Pages that link here")
+    links: list[OutgoingLink] = Field(description="Links in this page, in order")
+    alternatives: list[str] = Field(
+        default_factory=list,
+        description="Other pages the name could have meant, when it was ambiguous",
+    )
+
+
+class SaveResult(BaseModel):
+    """What a save did."""
+
+    slug: str
+    title: str
+    path: str
+    created: bool = Field(description="A new file was created")
+    promoted: bool = Field(description="A placeholder became a real page")
+    unchanged: bool = Field(default=False, description="The content was already identical")
+    links: list[OutgoingLink]
+    placeholders_created: list[str]
+    placeholders_removed: list[str]
+
+
+class DeleteResult(BaseModel):
+    """What a delete did."""
+
+    slug: str
+    path: str
+    trash_path: str = Field(description="Where the file went, under .lore/trash/")
+    became_placeholder: bool = Field(description="Other pages still link here")
+    placeholders_created: list[str]
+    placeholders_removed: list[str]
+
+
+class RenameResult(BaseModel):
+    """What a rename did."""
+
+    old_slug: str
+    slug: str
+    title: str
+    path: str
+    rewritten: list[str] = Field(description="Slugs of pages whose links were rewritten")
+    links_rewritten: int
+
+
+class PageSummary(BaseModel):
+    """One row of a listing."""
+
+    slug: str
+    title: str
+    is_placeholder: bool
+    links_out: int = Field(description="Distinct pages this page links to")
+    links_in: int = Field(description="Distinct pages linking here")
+
+
+class PageList(BaseModel):
+    """A page of the sorted listing."""
+
+    pages: list[PageSummary]
+    total: int = Field(description="How many pages match in all")
+    offset: int
+    next_offset: int | None = Field(description="Pass as offset for the next page; null at end")
+
+
+class SearchHit(BaseModel):
+    """A full-text match."""
+
+    slug: str
+    title: str
+    snippet: str = Field(description="Matching text, matches marked **like this**")
+    score: float = Field(description="BM25 relevance; higher is better")
+
+
+class SearchResults(BaseModel):
+    """Full-text search results, best first."""
+
+    query: str
+    hits: list[SearchHit]
+
+
+class TitleMatch(BaseModel):
+    """A title or slug match."""
+
+    slug: str
+    title: str
+    is_placeholder: bool
+    match: Literal["exact", "prefix", "substring", "fuzzy"]
+
+
+class TitleMatches(BaseModel):
+    """Title matches: exact first, then prefix, substring and close spellings."""
+
+    query: str
+    matches: list[TitleMatch]
+
+
+class Backlink(BaseModel):
+    """A line in another page that links here, or mentions this page's title."""
+
+    slug: str
+    title: str
+    line: int
+    text: str = Field(description="The line's text")
+
+
+class Backlinks(BaseModel):
+    """Who links to a page, and (optionally) who mentions it without linking."""
+
+    slug: str
+    title: str
+    linked: list[Backlink]
+    unlinked: list[Backlink] | None = Field(
+        default=None, description="Plain-text mentions; only when include_unlinked was set"
+    )
+
+
+class GraphNode(BaseModel):
+    slug: str
+    title: str
+    is_placeholder: bool
+    depth: int = Field(description="Hops from the centre page")
+
+
+class GraphEdge(BaseModel):
+    source: str
+    target: str
+
+
+class Neighbourhood(BaseModel):
+    """The pages within `depth` links of a page, in either direction."""
+
+    center: str
+    depth: int
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+
+
+class LinkedCount(BaseModel):
+    slug: str
+    title: str
+    count: int
+
+
+class VaultShape(BaseModel):
+    """The vault at a glance."""
+
+    pages: int
+    placeholders: int
+    links: int = Field(description="Distinct page-to-page edges")
+    orphans: list[str] = Field(description="Pages with no links in or out")
+    orphan_count: int
+    most_linked: list[LinkedCount]
+    unresolved: list[LinkedCount] = Field(description="Placeholders, by how many pages link there")
+
+
+class GraphResult(BaseModel):
+    """Either a neighbourhood (when a slug was given) or the vault's shape."""
+
+    neighbourhood: Neighbourhood | None = None
+    shape: VaultShape | None = None
+
+
+class SyncReport(BaseModel):
+    """What an index pass found and did."""
+
+    pages: int
+    placeholders: int
+    links: int
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+    skipped: list[str] = Field(description="Files not indexed, with the reason")
+    seconds: float

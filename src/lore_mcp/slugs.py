@@ -1,0 +1,269 @@
+"""Slugs, titles and name resolution: pure functions, no I/O.
+
+A slug is a page's identity: its vault-relative path without `.md`, each segment
+lowercased and reduced to letters, digits and hyphens. Links and tool arguments are
+resolved to slugs by the rules here (SPEC §2 and §3).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from urllib.parse import unquote
+
+from lore_mcp.errors import InvalidNameError, UnsafePathError
+
+MAX_SEGMENT_CHARS = 200
+MAX_NAME_CHARS = 1000
+_FORBIDDEN_FILE_CHARS = frozenset('<>:"|?*')
+_DASH_RUN = re.compile(r"-{2,}")
+_ASCII_DROPPED = re.compile(r"[^a-z0-9-]+")
+_SEPARATORS = str.maketrans({" ": "-", "_": "-"})
+
+
+@lru_cache(maxsize=65536)
+def slugify(segment: str) -> str:
+    """Normalise one path segment: `My Page_1` → `my-page-1`, `Ünïcode Ω` → `ünïcode-ω`."""
+    text = segment.strip().lower()
+    if text.isascii():
+        text = _ASCII_DROPPED.sub("", text.translate(_SEPARATORS))
+    else:
+        text = "".join(
+            "-" if char in " _" else char
+            for char in unicodedata.normalize("NFC", text)
+            if char in " _-" or char.isalnum() or _is_combining(char)
+        )
+    return _DASH_RUN.sub("-", text).strip("-")
+
+
+def _is_combining(char: str) -> bool:
+    # Marks keep scripts such as Devanagari readable; they never start a slug on their own.
+    return unicodedata.category(char) in ("Mn", "Mc")
+
+
+def slug_from_path(rel_path: str) -> str:
+    """`notes/My Page.md` → `notes/my-page`. Empty segments are dropped."""
+    path = rel_path.replace("\\", "/")
+    if path.lower().endswith(".md"):
+        path = path[:-3]
+    return "/".join(s for s in (slugify(part) for part in path.split("/")) if s)
+
+
+def title_from_path(rel_path: str) -> str:
+    """The file's stem: `notes/My Page.md` → `My Page`."""
+    name = rel_path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name[:-3] if name.lower().endswith(".md") else name
+
+
+def parent(slug: str) -> str:
+    """The folder part of a slug (`a/b/c` → `a/b`, `c` → ``)."""
+    return slug.rpartition("/")[0]
+
+
+def suffixes(slug: str) -> list[str]:
+    """Every segment-aligned tail of a slug: `a/b/c` → [`a/b/c`, `b/c`, `c`]."""
+    parts = slug.split("/")
+    return ["/".join(parts[i:]) for i in range(len(parts))]
+
+
+def is_hidden(rel_path: str) -> bool:
+    """True when any segment of the path is a dot-file or dot-folder."""
+    return any(part.startswith(".") for part in rel_path.replace("\\", "/").split("/") if part)
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """A normalised reference: `path` is slug-shaped; `exact` means no suffix matching."""
+
+    path: str
+    exact: bool
+
+
+def target_key(target: str, source_slug: str | None = None) -> Key | None:
+    """Normalise a link target (alias and fragment already removed) to a lookup key.
+
+    `./x` and `../x` are resolved against the source page's folder and `/x` against the
+    vault root; those are exact. `None` when nothing page-like remains (empty target,
+    `..` above the root).
+    """
+    text = target.strip().replace("\\", "/")
+    if text.startswith("!"):
+        text = text[1:]
+    if text.lower().endswith(".md"):
+        text = text[:-3]
+    exact = False
+    base: list[str] = []
+    if text.startswith("/"):
+        exact = True
+    elif text.startswith(("./", "../")) and source_slug is not None:
+        exact = True
+        base = [p for p in parent(source_slug).split("/") if p]
+    parts = list(base)
+    for raw in text.split("/"):
+        if raw.strip() == "..":
+            if not exact or not parts:
+                return None
+            parts.pop()
+        elif raw.strip() not in ("", "."):
+            seg = slugify(raw)
+            if seg:
+                parts.append(seg)
+    if not parts:
+        return None
+    return Key("/".join(parts), exact)
+
+
+def check_name(name: str) -> None:
+    """Reject names no tool should act on: NUL, invalid Unicode, traversal, dot-folders."""
+    if "\x00" in name:
+        raise InvalidNameError("Page names cannot contain NUL bytes.")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidNameError("Page names must be valid Unicode text.") from None
+    if len(name) > MAX_NAME_CHARS:
+        raise InvalidNameError(f"Page names are limited to {MAX_NAME_CHARS} characters.")
+    decoded = unquote(name)
+    for text in (name, decoded):
+        path = text.replace("\\", "/").strip()
+        if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
+            raise UnsafePathError(
+                f"{name!r} is an absolute path; name pages relative to the vault root."
+            )
+        parts = [p.strip() for p in path.split("/")]
+        if ".." in parts or any(p.startswith("..") and p.strip(".") == "" for p in parts):
+            raise UnsafePathError(f"{name!r} leaves the vault; '..' is not allowed in names.")
+        if any(p.startswith(".") and p not in (".",) for p in parts if p):
+            raise UnsafePathError(
+                f"{name!r} points into a hidden file or folder; those are not part of the vault."
+            )
+
+
+def name_key(name: str) -> Key:
+    """Normalise a page name typed by a caller (title, path or slug) to a lookup key."""
+    check_name(name)
+    text = name.strip().replace("\\", "/")
+    if text.startswith("./"):
+        text = text[2:]
+    key = target_key(text)
+    if key is None:
+        raise InvalidNameError(
+            f"{name!r} has no letters or digits, so it cannot name a page. "
+            "Use a name such as 'Project Notes' or 'notes/project-notes'."
+        )
+    return key
+
+
+def file_path_for(name: str) -> str:
+    """The vault-relative file path a new page named `name` gets: `a/My Page` → `a/My Page.md`.
+
+    Segments keep their spelling (so other Markdown tools resolve `[[My Page]]`), minus
+    characters that are not portable in file names.
+    """
+    check_name(name)
+    text = name.strip().replace("\\", "/")
+    if text.lower().endswith(".md"):
+        text = text[:-3]
+    parts: list[str] = []
+    for raw in text.split("/"):
+        seg = "".join(c for c in raw.strip() if c not in _FORBIDDEN_FILE_CHARS and c.isprintable())
+        seg = seg.strip().rstrip(".")
+        if raw.strip() in ("", "."):
+            continue
+        if len(seg) > MAX_SEGMENT_CHARS:
+            raise InvalidNameError(
+                f"The segment {seg[:40]!r}… is longer than {MAX_SEGMENT_CHARS} characters."
+            )
+        if not slugify(seg):
+            raise InvalidNameError(
+                f"{raw!r} in {name!r} has no letters or digits; "
+                "every folder and page name needs some."
+            )
+        parts.append(seg)
+    if not parts:
+        raise InvalidNameError(f"{name!r} does not name a page.")
+    return "/".join(parts) + ".md"
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """Where a key leads: `slug` is None when nothing matches; `candidates` lists every
+    match when there were several (the link is then ambiguous)."""
+
+    slug: str | None
+    candidates: tuple[str, ...] = ()
+
+    @property
+    def ambiguous(self) -> bool:
+        return len(self.candidates) > 1
+
+
+@dataclass
+class SlugIndex:
+    """The set of real page slugs, indexed by last segment for suffix resolution."""
+
+    _slugs: set[str] = field(default_factory=set)
+    _by_last: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    def __init__(self, slugs: Iterable[str] = ()) -> None:
+        self._slugs = set()
+        self._by_last = defaultdict(set)
+        for slug in slugs:
+            self.add(slug)
+
+    def add(self, slug: str) -> None:
+        self._slugs.add(slug)
+        self._by_last[slug.rpartition("/")[2]].add(slug)
+
+    def remove(self, slug: str) -> None:
+        self._slugs.discard(slug)
+        bucket = self._by_last.get(slug.rpartition("/")[2])
+        if bucket is not None:
+            bucket.discard(slug)
+
+    def clear(self) -> None:
+        self._slugs.clear()
+        self._by_last.clear()
+
+    def __contains__(self, slug: object) -> bool:
+        return slug in self._slugs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._slugs)
+
+    def __len__(self) -> int:
+        return len(self._slugs)
+
+    def matches(self, key: Key) -> list[str]:
+        """Every slug the key could mean, sorted: the exact slug alone, else suffix matches."""
+        if key.path in self._slugs:
+            return [key.path]
+        if key.exact:
+            return []
+        tail = "/" + key.path
+        bucket = self._by_last.get(key.path.rpartition("/")[2], ())
+        return sorted(s for s in bucket if s.endswith(tail))
+
+    def resolve(self, key: Key, source_slug: str | None = None) -> Resolution:
+        """SPEC §3: exact slug; unique suffix; else own folder, shortest, first — ambiguous."""
+        found = self.matches(key)
+        if not found:
+            return Resolution(None)
+        if len(found) == 1:
+            return Resolution(found[0])
+        chosen = pick_candidate(found, source_slug)
+        return Resolution(chosen, tuple(found))
+
+
+def pick_candidate(candidates: list[str], source_slug: str | None) -> str:
+    """The deterministic tie-break among several matches."""
+    if source_slug is not None:
+        folder = parent(source_slug)
+        local = [c for c in candidates if parent(c) == folder]
+        if local:
+            return min(local)
+    return min(candidates, key=lambda s: (s.count("/"), len(s), s))

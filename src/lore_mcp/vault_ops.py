@@ -1,0 +1,722 @@
+"""Every operation on a vault. The MCP server, the CLI, the watcher and the tests all
+come through here, so the doors cannot drift apart.
+
+Each operation waits until the first index pass is done, takes the state's lock, takes
+in what other processes committed, and does its work. Writes hold the index's write
+lock for the whole operation, so two processes never interleave their changes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from lore_mcp import indexing
+from lore_mcp import links as linkparse
+from lore_mcp.errors import (
+    AmbiguousNameError,
+    ContentTooLargeError,
+    InvalidArgumentError,
+    LoreError,
+    PageExistsError,
+    PageNotFoundError,
+    VaultError,
+)
+from lore_mcp.index import Index
+from lore_mcp.models import (
+    Backlink,
+    Backlinks,
+    DeleteResult,
+    GraphEdge,
+    GraphNode,
+    GraphResult,
+    LinkedCount,
+    Neighbourhood,
+    OutgoingLink,
+    PageList,
+    PageRef,
+    PageSummary,
+    PageView,
+    RenameResult,
+    SaveResult,
+    SearchHit,
+    SearchResults,
+    SyncReport,
+    TitleMatch,
+    TitleMatches,
+    VaultShape,
+)
+from lore_mcp.slugs import (
+    Key,
+    SlugIndex,
+    file_path_for,
+    name_key,
+    parent,
+    pick_candidate,
+    slug_from_path,
+    slugify,
+    target_key,
+    title_from_path,
+)
+from lore_mcp.state import DB_NAME, LORE_DIR, AppState
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 1000
+MAX_MENTION_PAGES = 200
+SHAPE_LIST_LIMIT = 50
+TRASH_DIR = "trash"
+
+
+# -- opening --------------------------------------------------------------------------
+
+
+def open_vault(
+    root: Path | str,
+    *,
+    scan: bool = True,
+    read_only: bool = False,
+    progress: indexing.Progress | None = None,
+) -> AppState:
+    """Open a vault: its index (rebuilt if missing, outdated or corrupt), the graph, and
+    unless `scan` is false, an incremental index pass (see `index_vault`)."""
+    root = Path(root).expanduser()
+    if not root.is_dir():
+        raise VaultError(f"The vault folder {str(root)!r} does not exist or is not a folder.")
+    root = root.resolve()
+    try:
+        index = Index(root / LORE_DIR / DB_NAME)
+    except OSError as exc:
+        raise VaultError(f"Cannot create the index in {root / LORE_DIR}: {exc}.") from exc
+    state = AppState(root=root, index=index, read_only=read_only)
+    with state.lock:
+        indexing.load(state)
+    if scan:
+        index_vault(state, progress)
+    return state
+
+
+def index_vault(state: AppState, progress: indexing.Progress | None = None) -> SyncReport:
+    """Bring the index up to date with the files (only changed files are parsed), then
+    let operations run."""
+    try:
+        with state.lock, state.index.write():
+            indexing.refresh(state)
+            report = indexing.sync(state, progress=progress)
+    finally:
+        state.ready.set()
+    log.info(
+        "indexed %s: %d pages, %d placeholders, %d links (%d new, %d changed, %d removed) in %.2fs",
+        state.root,
+        report.pages,
+        report.placeholders,
+        report.links,
+        report.added,
+        report.updated,
+        report.removed,
+        report.seconds,
+    )
+    return report
+
+
+def apply_external_changes(state: AppState, rel_paths: Iterable[str]) -> SyncReport:
+    """Apply edits made outside the server to the given files or folders. Idempotent:
+    files whose content hash is unchanged cost a stat and a hash, nothing more."""
+    scope = [p.strip("/") for p in rel_paths if p.strip("/") and not indexing.ignored(p)]
+    with _writing(state, check_read_only=False):
+        return indexing.sync(state, scope=scope)
+
+
+@contextmanager
+def _reading(state: AppState) -> Iterator[None]:
+    state.ready.wait()
+    with state.lock:
+        indexing.refresh(state)
+        yield
+
+
+@contextmanager
+def _writing(state: AppState, check_read_only: bool = True) -> Iterator[None]:
+    if check_read_only and state.read_only:
+        raise VaultError("The vault is open read-only; it cannot be changed.")
+    state.ready.wait()
+    with state.lock, state.index.write():
+        indexing.refresh(state)
+        yield
+
+
+# -- names --------------------------------------------------------------------------
+
+
+def _lookup(state: AppState, name: str) -> tuple[list[str], bool]:
+    """Every slug a name could mean, and whether they are placeholders."""
+    key = name_key(name)
+    found = state.pages.matches(key)
+    if found:
+        return found, False
+    found = state.placeholders.matches(key)
+    if found:
+        return found, True
+    raise PageNotFoundError(name, suggest(state, key))
+
+
+def suggest(state: AppState, key: Key, count: int = 5) -> list[str]:
+    """Up to `count` existing slugs spelled like `key`."""
+    wanted = key.path
+    last = wanted.rpartition("/")[2]
+    by_last: dict[str, list[str]] = {}
+    for slug in (*state.pages, *state.placeholders):
+        by_last.setdefault(slug.rpartition("/")[2], []).append(slug)
+    close = difflib.get_close_matches(last, list(by_last), n=count, cutoff=0.6)
+    found = [s for name in close for s in sorted(by_last[name])]
+    found += [s for s in sorted(by_last.get(last, [])) if s not in found]
+    contains = sorted(s for s in state.pages if last and last in s and s not in found)
+    return (found + contains)[:count]
+
+
+def _resolve_read(state: AppState, name: str) -> tuple[str, list[str]]:
+    found, _ = _lookup(state, name)
+    chosen = found[0] if len(found) == 1 else pick_candidate(found, None)
+    return chosen, [s for s in found if s != chosen]
+
+
+def _resolve_write(state: AppState, name: str) -> str | None:
+    """The one real page a write names; None when it names no page."""
+    key = name_key(name)
+    found = state.pages.matches(key)
+    if len(found) > 1:
+        raise AmbiguousNameError(name, found)
+    return found[0] if found else None
+
+
+def _placeholder_for(state: AppState, name: str) -> str | None:
+    key = name_key(name)
+    found = state.placeholders.matches(key)
+    if len(found) > 1:
+        raise AmbiguousNameError(name, found)
+    return found[0] if found else None
+
+
+def _title(state: AppState, slug: str) -> str:
+    node = state.graph.node(slug)
+    return node.title if node is not None else slug
+
+
+# -- files ----------------------------------------------------------------------------
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write via a hidden temp file, fsync, and rename: the old or the new content,
+    never a torn file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".lore-tmp-", suffix=".md~")
+    except OSError as exc:
+        raise VaultError(f"Cannot write {path.name!r}: {exc.strerror or exc}.") from exc
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+        Path(tmp).chmod(mode)
+        Path(tmp).replace(path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise VaultError(f"Cannot write {path.name!r}: {exc.strerror or exc}.") from exc
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _read_text(state: AppState, slug: str, rel_path: str) -> str:
+    try:
+        data = (state.root / rel_path).read_bytes()
+    except FileNotFoundError:
+        with state.index.write():
+            indexing.sync(state, scope=[rel_path])
+        raise PageNotFoundError(slug) from None
+    except OSError as exc:
+        raise VaultError(f"Cannot read {rel_path!r}: {exc.strerror or exc}.") from exc
+    text, _ = indexing.decode(data)
+    return text.removeprefix("\ufeff")
+
+
+def _encode_content(state: AppState, content: str) -> bytes:
+    if "\x00" in content:
+        raise InvalidArgumentError("Content cannot contain NUL bytes.")
+    try:
+        data = content.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(
+            "Content is not valid Unicode (it holds a lone surrogate); send UTF-8 text."
+        ) from None
+    if len(data) > state.max_content_bytes:
+        raise ContentTooLargeError(len(data), state.max_content_bytes)
+    return data
+
+
+def _page_path(state: AppState, slug: str) -> str:
+    row = state.index.get_page(slug)
+    if row is None or row.path is None:
+        raise PageNotFoundError(slug)
+    return row.path
+
+
+# -- CRUD ---------------------------------------------------------------------------
+
+
+def read_page(state: AppState, name: str) -> PageView:
+    """A page's Markdown, its backlinks and its outgoing links. A placeholder reads as
+    empty content plus who links to it."""
+    with _reading(state):
+        slug, alternatives = _resolve_read(state, name)
+        row = state.index.get_page(slug)
+        if row is None:
+            raise PageNotFoundError(name)
+        content = "" if row.path is None else _read_text(state, slug, row.path)
+        return PageView(
+            slug=slug,
+            title=row.title,
+            path=row.path,
+            content=content,
+            is_placeholder=row.is_placeholder,
+            backlinks=[
+                PageRef(slug=s, title=_title(state, s)) for s in state.graph.linking_to(slug)
+            ],
+            links=_outgoing(state, slug),
+            alternatives=alternatives,
+        )
+
+
+def _outgoing(state: AppState, slug: str) -> list[OutgoingLink]:
+    return [
+        OutgoingLink(
+            target=k.target,
+            slug=k.resolved,
+            exists=k.resolved in state.pages,
+            line=k.line,
+            ambiguous=k.ambiguous,
+        )
+        for k in state.index.links_from(slug)
+    ]
+
+
+def save_page(state: AppState, name: str, content: str) -> SaveResult:
+    """Create, overwrite or promote the page `name`, then reindex it in the same call."""
+    with _writing(state):
+        data = _encode_content(state, content)
+        slug = _resolve_write(state, name)
+        created = promoted = False
+        if slug is not None:
+            rel = _page_path(state, slug)
+        elif (placeholder := _placeholder_for(state, name)) is not None:
+            slug, rel, promoted = placeholder, _promotion_path(state, placeholder), True
+        else:
+            rel = file_path_for(name)
+            slug, created = slug_from_path(rel), True
+        old = state.index.get_page(slug)
+        path = state.root / rel
+        applied = indexing.Applied()
+        unchanged = (
+            old is not None
+            and old.path == rel
+            and path.is_file()
+            and old.hash == indexing.content_hash(data)
+        )
+        if not unchanged:
+            atomic_write(path, data)
+            st = path.stat()
+            page = indexing.parse(rel, data, st.st_size, st.st_mtime_ns)
+            applied = indexing.apply(state, [page], [])
+        return SaveResult(
+            slug=slug,
+            title=title_from_path(rel),
+            path=rel,
+            created=created,
+            promoted=promoted,
+            unchanged=unchanged,
+            links=_outgoing(state, slug),
+            placeholders_created=applied.created,
+            placeholders_removed=applied.removed,
+        )
+
+
+def _promotion_path(state: AppState, slug: str) -> str:
+    """The file a promoted placeholder gets: named as its first link wrote it."""
+    row = state.index.get_page(slug)
+    title = row.title if row is not None else slug.rpartition("/")[2]
+    first = state.index.first_link_to(slug)
+    if first is not None and not first.target.lstrip().startswith(("./", "../", "/")):
+        written = first.target.strip().replace("\\", "/")
+        try:
+            candidate = file_path_for(written)
+            if slug_from_path(candidate) == slug:
+                return candidate
+        except LoreError:
+            pass
+    folder = parent(slug)
+    for sibling in state.pages:
+        if parent(sibling) == folder and folder:
+            sibling_path = state.index.get_page(sibling)
+            if sibling_path is not None and sibling_path.path is not None:
+                return f"{sibling_path.path.rpartition('/')[0]}/{file_path_for(title)}"
+    return file_path_for(f"{folder}/{title}" if folder else title)
+
+
+def delete_page(state: AppState, name: str) -> DeleteResult:
+    """Move the page's file to `.lore/trash/` and drop it from index and graph. If other
+    pages still link to it, it stays on as a placeholder."""
+    with _writing(state):
+        slug = _resolve_write(state, name)
+        if slug is None:
+            if _placeholder_for(state, name) is not None:
+                raise LoreError(
+                    f"{name!r} is a placeholder: no file exists, so there is nothing to "
+                    "delete. It goes away by itself when no page links to it."
+                )
+            raise PageNotFoundError(name, suggest(state, name_key(name)))
+        rel = _page_path(state, slug)
+        trash = _trash(state, rel)
+        applied = indexing.apply(state, [], [slug])
+        return DeleteResult(
+            slug=slug,
+            path=rel,
+            trash_path=trash,
+            became_placeholder=slug in state.placeholders or bool(applied.created),
+            placeholders_created=applied.created,
+            placeholders_removed=applied.removed,
+        )
+
+
+def _trash(state: AppState, rel: str) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    dest_rel = f"{LORE_DIR}/{TRASH_DIR}/{stamp}-{uuid.uuid4().hex[:8]}/{rel}"
+    dest = state.root / dest_rel
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        (state.root / rel).replace(dest)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise VaultError(f"Cannot move {rel!r} to the trash: {exc.strerror or exc}.") from exc
+    return dest_rel
+
+
+def rename_page(state: AppState, name: str, new_name: str) -> RenameResult:
+    """Move a page to a new title or `folder/New Title` and rewrite exactly the links
+    that pointed at it, in every page."""
+    with _writing(state):
+        old_slug = _resolve_write(state, name)
+        if old_slug is None:
+            raise PageNotFoundError(name, suggest(state, name_key(name)))
+        old_rel = _page_path(state, old_slug)
+        new_rel = _new_path(old_rel, new_name)
+        new_slug = slug_from_path(new_rel)
+        if new_rel == old_rel:
+            raise InvalidArgumentError(f"{name!r} is already called {new_name!r}.")
+        if new_slug != old_slug and (new_slug in state.pages or (state.root / new_rel).exists()):
+            raise PageExistsError(
+                f"A page named {new_slug!r} already exists. Pick another name, or merge the "
+                "two pages with save_page and delete_page."
+            )
+        rewrites = _plan_rewrites(state, old_slug, new_slug, new_rel)
+        _move(state, old_rel, new_rel)
+        upserts: list[indexing.Parsed] = []
+        for source, (text, _) in rewrites.items():
+            rel = new_rel if source == old_slug else _page_path(state, source)
+            atomic_write(state.root / rel, text.encode("utf-8"))
+        for rel in {new_rel, *(_page_path(state, s) for s in rewrites if s != old_slug)}:
+            parsed = indexing.read_page_file(state.root, rel)
+            if parsed is not None:
+                upserts.append(parsed)
+        indexing.apply(state, upserts, [old_slug])
+        rewritten = sorted(new_slug if s == old_slug else s for s in rewrites)
+        return RenameResult(
+            old_slug=old_slug,
+            slug=new_slug,
+            title=title_from_path(new_rel),
+            path=new_rel,
+            rewritten=rewritten,
+            links_rewritten=sum(n for _, n in rewrites.values()),
+        )
+
+
+def _new_path(old_rel: str, new_name: str) -> str:
+    text = new_name.strip().replace("\\", "/")
+    if "/" in text.strip("/"):
+        return file_path_for(text)
+    folder = old_rel.rpartition("/")[0]
+    return f"{folder}/{file_path_for(text)}" if folder else file_path_for(text)
+
+
+def _move(state: AppState, old_rel: str, new_rel: str) -> None:
+    dest = state.root / new_rel
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        (state.root / old_rel).replace(dest)
+    except OSError as exc:
+        raise VaultError(f"Cannot move {old_rel!r} to {new_rel!r}: {exc.strerror or exc}.") from exc
+    _fsync_dir(dest.parent)
+
+
+def _plan_rewrites(
+    state: AppState, old_slug: str, new_slug: str, new_rel: str
+) -> dict[str, tuple[str, int]]:
+    """New text for every page holding a link that meant the page and would not mean it
+    after the rename, with how many links change. Links that still resolve stay as
+    they are, byte for byte."""
+    sources = sorted({k.source for k in state.index.links_to(old_slug)})
+    before = {s: _parse_source(state, s) for s in sources}
+    pointing = {
+        s: [i for i, link in enumerate(links) if _resolve_link(state.pages, s, link) == old_slug]
+        for s, (_, links) in before.items()
+    }
+    after = SlugIndex(state.pages)
+    after.remove(old_slug)
+    after.add(new_slug)
+    plans: dict[str, tuple[str, int]] = {}
+    for source, (text, links) in before.items():
+        here = new_slug if source == old_slug else source
+        targets = {
+            i: _shortest_target(after, here, new_slug, new_rel, links[i].target)
+            for i in pointing[source]
+            if _resolve_link(after, here, links[i], strict=True) != new_slug
+        }
+        if targets:
+            plans[source] = (linkparse.rewrite_links(text, targets), len(targets))
+    return plans
+
+
+def _parse_source(state: AppState, slug: str) -> tuple[str, list[linkparse.Link]]:
+    text = _read_text(state, slug, _page_path(state, slug))
+    return text, linkparse.extract_links(text)
+
+
+def _resolve_link(
+    pages: SlugIndex, source: str, link: linkparse.Link, strict: bool = False
+) -> str | None:
+    if link.is_same_page or link.is_attachment:
+        return None
+    key = target_key(link.target, source)
+    if key is None:
+        return None
+    res = pages.resolve(key, source)
+    return None if strict and res.ambiguous else res.slug
+
+
+def _shortest_target(
+    pages: SlugIndex, source: str, new_slug: str, new_rel: str, written: str
+) -> str:
+    """The shortest `a/b/Title` tail of the new path that resolves to the page alone."""
+    parts = new_rel.removesuffix(".md").split("/")
+    suffix = ".md" if written.strip().lower().endswith(".md") else ""
+    for start in range(len(parts) - 1, -1, -1):
+        candidate = "/".join(parts[start:])
+        key = target_key(candidate, source)
+        if key is not None:
+            res = pages.resolve(key, source)
+            if res.slug == new_slug and not res.ambiguous:
+                return candidate + suffix
+    return "/".join(parts) + suffix
+
+
+# -- listing and search ---------------------------------------------------------------
+
+
+def list_pages(
+    state: AppState,
+    folder: str = "",
+    include_placeholders: bool = False,
+    offset: int = 0,
+    limit: int = 100,
+) -> PageList:
+    """Pages sorted by slug, optionally under one folder, a page of them at a time."""
+    with _reading(state):
+        prefix = name_key(folder).path + "/" if folder.strip().strip("/") else ""
+        nodes = sorted(
+            (
+                n
+                for n in state.graph.nodes()
+                if n.slug.startswith(prefix) and (include_placeholders or not n.is_placeholder)
+            ),
+            key=lambda n: n.slug,
+        )
+        window = nodes[offset : offset + limit]
+        return PageList(
+            pages=[
+                PageSummary(
+                    slug=n.slug,
+                    title=n.title,
+                    is_placeholder=n.is_placeholder,
+                    links_out=state.graph.out_degree(n.slug),
+                    links_in=state.graph.in_degree(n.slug),
+                )
+                for n in window
+            ],
+            total=len(nodes),
+            offset=offset,
+            next_offset=offset + limit if offset + limit < len(nodes) else None,
+        )
+
+
+def _check_query(query: str) -> None:
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidArgumentError(f"Queries are limited to {MAX_QUERY_CHARS} characters.")
+
+
+def search(state: AppState, query: str, limit: int = 10) -> SearchResults:
+    """Full-text search, best first (BM25, title above body), last word as a prefix."""
+    _check_query(query)
+    with _reading(state):
+        hits = [
+            SearchHit(slug=r.slug, title=r.title, snippet=r.snippet, score=round(r.score, 4))
+            for r in state.index.search(query, limit)
+        ]
+        return SearchResults(query=query, hits=hits)
+
+
+def search_titles(state: AppState, query: str, limit: int = 20) -> TitleMatches:
+    """Pages by title or slug: exact, then prefix, then substring, then close spellings."""
+    _check_query(query)
+    with _reading(state):
+        text = query.strip().lower()
+        wanted = "/".join(p for p in (slugify(x) for x in text.replace("\\", "/").split("/")) if p)
+        if not wanted:
+            return TitleMatches(query=query, matches=[])
+        ranked: dict[str, tuple[int, str]] = {}
+        kinds = ("exact", "prefix", "substring")
+        for node in state.graph.nodes():
+            last = node.slug.rpartition("/")[2]
+            title = node.title.lower()
+            if wanted in (node.slug, last) or text == title:
+                rank = 0
+            elif last.startswith(wanted) or title.startswith(text) or node.slug.startswith(wanted):
+                rank = 1
+            elif wanted in node.slug or text in title:
+                rank = 2
+            else:
+                continue
+            ranked[node.slug] = (rank, node.slug)
+        order = sorted(ranked, key=lambda s: ranked[s])[:limit]
+        matches = [_title_match(state, s, kinds[ranked[s][0]]) for s in order]
+        if len(matches) < limit:
+            matches += _fuzzy_titles(state, wanted, set(order), limit - len(matches))
+        return TitleMatches(query=query, matches=matches)
+
+
+def _title_match(state: AppState, slug: str, kind: str) -> TitleMatch:
+    node = state.graph.node(slug)
+    assert node is not None
+    return TitleMatch(slug=slug, title=node.title, is_placeholder=node.is_placeholder, match=kind)  # type: ignore[arg-type]
+
+
+def _fuzzy_titles(state: AppState, wanted: str, seen: set[str], count: int) -> list[TitleMatch]:
+    key = Key(wanted, False)
+    return [
+        _title_match(state, s, "fuzzy")
+        for s in suggest(state, key, count + len(seen))
+        if s not in seen
+    ][:count]
+
+
+# -- graph ----------------------------------------------------------------------------
+
+
+def get_backlinks(state: AppState, name: str, include_unlinked: bool = False) -> Backlinks:
+    """Lines in other pages that link here; optionally lines that mention the title
+    without linking."""
+    with _reading(state):
+        slug, _ = _resolve_read(state, name)
+        title = _title(state, slug)
+        linked = [
+            Backlink(slug=k.source, title=_title(state, k.source), line=k.line, text=k.context)
+            for k in state.index.links_to(slug)
+        ]
+        unlinked = _mentions(state, slug, title) if include_unlinked else None
+        return Backlinks(slug=slug, title=title, linked=linked, unlinked=unlinked)
+
+
+def _mentions(state: AppState, slug: str, title: str) -> list[Backlink]:
+    found: list[Backlink] = []
+    for source in sorted(state.index.pages_matching(title, MAX_MENTION_PAGES)):
+        if source == slug:
+            continue
+        row = state.index.get_page(source)
+        if row is None or row.path is None:
+            continue
+        try:
+            text = _read_text(state, source, row.path)
+        except LoreError:
+            continue
+        found += [
+            Backlink(slug=source, title=row.title, line=line, text=line_text.strip())
+            for line, line_text in linkparse.find_mentions(text, title)
+        ]
+    return found
+
+
+def get_graph(state: AppState, name: str | None = None, depth: int = 1) -> GraphResult:
+    """A page's neighbourhood to `depth` (1-3), or without a name, the vault's shape."""
+    if not 1 <= depth <= 3:
+        raise InvalidArgumentError("depth must be 1, 2 or 3.")
+    with _reading(state):
+        if name is None or not name.strip():
+            return GraphResult(shape=_shape(state))
+        slug, _ = _resolve_read(state, name)
+        seen, edges = state.graph.neighbourhood(slug, depth)
+        nodes = []
+        for node_slug, hops in sorted(seen.items(), key=lambda kv: (kv[1], kv[0])):
+            node = state.graph.node(node_slug)
+            nodes.append(
+                GraphNode(
+                    slug=node_slug,
+                    title=node.title if node else node_slug,
+                    is_placeholder=bool(node and node.is_placeholder),
+                    depth=hops,
+                )
+            )
+        return GraphResult(
+            neighbourhood=Neighbourhood(
+                center=slug,
+                depth=depth,
+                nodes=nodes,
+                edges=[GraphEdge(source=a, target=b) for a, b in edges],
+            )
+        )
+
+
+def _shape(state: AppState) -> VaultShape:
+    graph = state.graph
+    orphans = graph.orphans()
+
+    def counted(pairs: list[tuple[str, int]]) -> list[LinkedCount]:
+        return [LinkedCount(slug=s, title=_title(state, s), count=n) for s, n in pairs]
+
+    return VaultShape(
+        pages=len(state.pages),
+        placeholders=len(state.placeholders),
+        links=graph.edge_count(),
+        orphans=orphans[:SHAPE_LIST_LIMIT],
+        orphan_count=len(orphans),
+        most_linked=counted(graph.most_linked(10, placeholders=False)),
+        unresolved=counted(graph.most_linked(SHAPE_LIST_LIMIT, placeholders=True)),
+    )

@@ -1,0 +1,54 @@
+"""Checks shared by the tests: the live index and graph against a fresh index."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from lore_mcp import vault_ops
+from lore_mcp.state import LORE_DIR, AppState
+
+
+def snapshot(state: AppState) -> dict[str, Any]:
+    """Everything the index and graph say about the vault, minus file timestamps."""
+    with state.lock:
+        pages = sorted((r.slug, r.title, r.path, r.hash) for r in state.index.all_pages())
+        links = sorted(
+            (k.source, k.target, k.line, k.context, k.key, k.exact, k.resolved, k.ambiguous)
+            for k in state.index.all_links()
+        )
+        nodes = sorted((n.slug, n.title, n.is_placeholder) for n in state.graph.nodes())
+        return {
+            "pages": pages,
+            "links": links,
+            "nodes": nodes,
+            "edges": sorted(state.graph.edges()),
+            "fts": state.index.fts_documents(),
+            "page_slugs": sorted(state.pages),
+            "placeholder_slugs": sorted(state.placeholders),
+        }
+
+
+def fresh_snapshot(root: Path) -> dict[str, Any]:
+    """The snapshot a brand-new index of a copy of the same files gives."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "copy"
+        shutil.copytree(root, copy, ignore=shutil.ignore_patterns(LORE_DIR), symlinks=True)
+        fresh = vault_ops.open_vault(copy)
+        try:
+            return snapshot(fresh)
+        finally:
+            fresh.close()
+
+
+def assert_matches_fresh(state: AppState) -> None:
+    """The live state must equal what a fresh index of the same files builds."""
+    live = snapshot(state)
+    fresh = fresh_snapshot(state.root)
+    for part in live:
+        assert live[part] == fresh[part], f"{part} differs from a fresh index"
+    # In-memory slug sets mirror the graph and the index.
+    assert live["page_slugs"] == sorted(s for s, _, p in live["nodes"] if not p)
+    assert live["placeholder_slugs"] == sorted(s for s, _, p in live["nodes"] if p)

@@ -1,0 +1,109 @@
+"""The SQLite index: schema versions, corruption, FTS escaping and CJK search."""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import write
+from lore_mcp import vault_ops as ops
+from lore_mcp.index import SCHEMA_VERSION, Index, PageRow, fts_query, fts_text
+from lore_mcp.state import DB_NAME, LORE_DIR
+
+
+def test_fts_query_quotes_every_term() -> None:
+    assert fts_query("hello world") == '"hello" "world"*'
+    assert fts_query('say "exact phrase" NOT this') == '"say" "exact phrase" "NOT" "this"*'
+    assert fts_query("  ***  ") is None
+    assert fts_query("長期記憶") == '"\x1f長\x1f\x1f期\x1f\x1f記\x1f\x1f憶\x1f"*'
+
+
+def test_fts_text_splits_only_cjk() -> None:
+    assert fts_text("plain text") == "plain text"
+    assert fts_text("a記b") == "a\x1f記\x1fb"
+
+
+@settings(max_examples=300, deadline=None)
+@given(query=st.text(max_size=60))
+def test_any_query_is_safe(query: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        index = Index(Path(folder) / "lore.db")
+        with index.write():
+            index.upsert_page(PageRow("a", "Alpha", "a.md"), "some text AND or NOT near 記憶")
+        index.search(query, 5)
+        index.pages_matching(query, 5)
+        index.close()
+
+
+def test_title_weighs_more_than_body(vault_dir: Path) -> None:
+    write(vault_dir, "Gardening.md", "Notes on soil.\n")
+    write(vault_dir, "Cooking.md", "Gardening gardening gardening in the kitchen.\n")
+    state = ops.open_vault(vault_dir)
+    try:
+        assert [h.slug for h in ops.search(state, "gardening").hits] == ["gardening", "cooking"]
+    finally:
+        state.close()
+
+
+def test_chinese_and_japanese_words_inside_runs(vault_dir: Path) -> None:
+    write(vault_dir, "zh.md", "记忆保存在文件里，不在上下文里。\n")
+    write(vault_dir, "ja.md", "長期記憶の話をしよう。\n")
+    state = ops.open_vault(vault_dir)
+    try:
+        assert [h.slug for h in ops.search(state, "文件").hits] == ["zh"]
+        assert [h.slug for h in ops.search(state, "記憶").hits] == ["ja"]
+        assert [h.slug for h in ops.search(state, "憶").hits] == ["ja"]
+        hit = ops.search(state, "上下文").hits[0]
+        assert "**上下文**" in hit.snippet.replace("** **", "").replace("****", "")
+        assert "\x1f" not in hit.snippet
+    finally:
+        state.close()
+
+
+def _db(root: Path) -> Path:
+    return root / LORE_DIR / DB_NAME
+
+
+def test_deleting_the_index_loses_nothing(brain_dir: Path) -> None:
+    first = ops.open_vault(brain_dir)
+    before = ops.get_graph(first).shape
+    first.close()
+    for path in (brain_dir / LORE_DIR).iterdir():
+        path.unlink()
+    (brain_dir / LORE_DIR).rmdir()
+    again = ops.open_vault(brain_dir)
+    assert ops.get_graph(again).shape == before
+    again.close()
+
+
+def test_outdated_schema_is_rebuilt(brain_dir: Path) -> None:
+    ops.open_vault(brain_dir).close()
+    conn = sqlite3.connect(_db(brain_dir))
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    conn.close()
+    state = ops.open_vault(brain_dir)
+    assert state.index.rebuilt and len(state.pages) == 18
+    state.close()
+
+
+def test_corrupt_index_is_rebuilt(brain_dir: Path) -> None:
+    ops.open_vault(brain_dir).close()
+    _db(brain_dir).write_bytes(b"this is not a database" * 100)
+    state = ops.open_vault(brain_dir)
+    assert state.index.rebuilt and len(state.pages) == 18
+    state.close()
+
+
+def test_truncated_index_is_rebuilt(brain_dir: Path) -> None:
+    ops.open_vault(brain_dir).close()
+    data = _db(brain_dir).read_bytes()
+    _db(brain_dir).write_bytes(data[: len(data) // 3])
+    for suffix in ("-wal", "-shm"):
+        Path(f"{_db(brain_dir)}{suffix}").unlink(missing_ok=True)
+    state = ops.open_vault(brain_dir)
+    assert len(state.pages) == 18
+    state.close()

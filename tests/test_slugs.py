@@ -1,0 +1,100 @@
+"""Slugs, titles and resolution rules as plain functions."""
+
+from __future__ import annotations
+
+import pytest
+
+from lore_mcp.errors import InvalidNameError, UnsafePathError
+from lore_mcp.slugs import (
+    Key,
+    SlugIndex,
+    file_path_for,
+    name_key,
+    slug_from_path,
+    slugify,
+    suffixes,
+    target_key,
+    title_from_path,
+)
+
+
+@pytest.mark.parametrize(
+    ("segment", "slug"),
+    [
+        ("My Page", "my-page"),
+        ("  under_score  ", "under-score"),
+        ("a -- b", "a-b"),
+        ("--edge--", "edge"),
+        ("What? (draft) #2!", "what-draft-2"),
+        ("Ünïcode Ω", "ünïcode-ω"),
+        ("記憶の話", "記憶の話"),
+        ("नमस्ते दुनिया", "नमस्ते-दुनिया"),
+        ("!!!", ""),
+    ],
+)
+def test_slugify(segment: str, slug: str) -> None:
+    assert slugify(segment) == slug
+
+
+def test_slug_and_title_from_path() -> None:
+    assert slug_from_path("notes/My Page.md") == "notes/my-page"
+    assert slug_from_path("Ünïcode Ω.md") == "ünïcode-ω"
+    assert slug_from_path("a/!!/b.md") == "a/b"
+    assert title_from_path("notes/My Page.md") == "My Page"
+
+
+def test_target_key_forms() -> None:
+    assert target_key("Folder\\My Page.md") == Key("folder/my-page", exact=False)
+    assert target_key("/Root Page") == Key("root-page", exact=True)
+    assert target_key("./sib", "a/b/page") == Key("a/b/sib", exact=True)
+    assert target_key("../up", "a/b/page") == Key("a/up", exact=True)
+    assert target_key("../../../x", "a/page") is None
+    assert target_key("   ") is None
+
+
+def test_suffixes() -> None:
+    assert suffixes("a/b/c") == ["a/b/c", "b/c", "c"]
+
+
+def test_resolution_rules() -> None:
+    index = SlugIndex(["foo", "a/bar", "b/bar", "a/b/bar", "x/long/only"])
+    assert index.resolve(Key("foo", False)).slug == "foo"
+    assert index.resolve(Key("only", False)).slug == "x/long/only"
+    own = index.resolve(Key("bar", False), source_slug="b/page")
+    assert own.slug == "b/bar" and own.ambiguous
+    assert own.candidates == ("a/b/bar", "a/bar", "b/bar")
+    shortest = index.resolve(Key("bar", False), source_slug="elsewhere")
+    assert shortest.slug == "a/bar"
+    assert index.resolve(Key("b/bar", False)).slug == "b/bar"
+    assert index.resolve(Key("bar", True)).slug is None
+    assert index.resolve(Key("nothing", False)).slug is None
+
+
+def test_names_accept_titles_paths_and_slugs() -> None:
+    assert name_key("Acephale Pipeline") == Key("acephale-pipeline", False)
+    assert name_key("acephale/acephale-pipeline.md") == Key("acephale/acephale-pipeline", False)
+    assert name_key("./notes/x") == Key("notes/x", False)
+
+
+@pytest.mark.parametrize(
+    "name", ["../x", "a/../../x", "/abs", "..\\x", "%2E%2E/x", "D:/x", ".hidden/x", "a/.git/x"]
+)
+def test_unsafe_names(name: str) -> None:
+    with pytest.raises(UnsafePathError):
+        name_key(name)
+
+
+@pytest.mark.parametrize("name", ["", "   ", "***", "a\x00", "x" * 1001])
+def test_invalid_names(name: str) -> None:
+    with pytest.raises(InvalidNameError):
+        name_key(name)
+
+
+def test_file_path_keeps_spelling_and_drops_unportable_characters() -> None:
+    assert file_path_for("notes/My Page") == "notes/My Page.md"
+    assert file_path_for("What: a <test>?") == "What a test.md"
+    assert file_path_for("Page.md") == "Page.md"
+    with pytest.raises(InvalidNameError):
+        file_path_for("ok/???/x")
+    with pytest.raises(InvalidNameError):
+        file_path_for("y" * 300)

@@ -1,0 +1,468 @@
+"""The engine end to end: real files, real SQLite, the live graph."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import write
+from helpers import assert_matches_fresh
+from lore_mcp import vault_ops as ops
+from lore_mcp.errors import (
+    AmbiguousNameError,
+    ContentTooLargeError,
+    InvalidArgumentError,
+    InvalidNameError,
+    LoreError,
+    PageExistsError,
+    PageNotFoundError,
+    UnsafePathError,
+    VaultError,
+)
+from lore_mcp.state import AppState
+
+# -- opening and indexing ------------------------------------------------------------
+
+
+def test_brain_indexes_with_one_placeholder(brain: AppState) -> None:
+    shape = ops.get_graph(brain).shape
+    assert shape is not None
+    assert shape.pages == 18
+    assert [u.slug for u in shape.unresolved] == ["roadmap"]
+    assert shape.placeholders == 1
+    assert_matches_fresh(brain)
+
+
+def test_code_is_not_linked(brain: AppState) -> None:
+    page = ops.read_page(brain, "Link Syntax")
+    targets = {link.target for link in page.links}
+    assert "not-a-link" not in targets
+    assert "also-not-a-link" not in targets
+    assert "not-a-link" not in brain.placeholders
+
+
+def test_bare_name_resolves_into_folder(brain: AppState) -> None:
+    page = ops.read_page(brain, "Index")
+    slugs = {link.target: link.slug for link in page.links}
+    assert slugs["Slugs"] == "concepts/slugs"
+    habits = {link.target: link.slug for link in ops.read_page(brain, "Agent Habits").links}
+    assert habits["tools/Search Tools"] == "tools/search-tools"
+    started = {link.target: link.slug for link in ops.read_page(brain, "Getting Started").links}
+    assert started["Index.md"] == "index"
+    escaped = [link for link in page.links if link.target == "Search Tools"]
+    assert escaped and all(link.slug == "tools/search-tools" for link in escaped)
+
+
+def test_reopen_is_incremental_and_never_writes_pages(brain_dir: Path) -> None:
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in brain_dir.rglob("*.md")}
+    first = ops.open_vault(brain_dir)
+    first.close()
+    again = ops.open_vault(brain_dir, scan=False)
+    report = ops.index_vault(again)
+    assert (report.added, report.updated, report.removed) == (0, 0, 0)
+    assert report.unchanged == 18
+    write(brain_dir, "concepts/Slugs.md", "Now links to [[Fresh Idea]].\n")
+    (brain_dir / "Open Questions.md").unlink()
+    write(brain_dir, "New.md", "[[Index]]\n")
+    report = ops.index_vault(again)
+    assert (report.added, report.updated, report.removed) == (1, 1, 1)
+    assert "fresh-idea" in again.placeholders
+    assert_matches_fresh(again)
+    again.close()
+    after = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in before if p.exists()}
+    assert all(after[p] == before[p] for p in after if p.name not in ("Slugs.md",))
+
+
+def test_touched_but_unchanged_file_is_not_reparsed(state: AppState, vault_dir: Path) -> None:
+    path = write(vault_dir, "a.md", "[[b]]\n")
+    ops.index_vault(state)
+    os.utime(path, ns=(1, 1))
+    report = ops.index_vault(state)
+    assert (report.updated, report.unchanged) == (0, 1)
+
+
+def test_missing_vault_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(VaultError, match="does not exist"):
+        ops.open_vault(tmp_path / "nope")
+
+
+def test_dot_folders_and_symlinks_out_are_not_pages(vault_dir: Path, tmp_path: Path) -> None:
+    write(vault_dir, ".obsidian/config.md", "x")
+    write(vault_dir, "real.md", "x")
+    outside = write(tmp_path, "outside.md", "secret")
+    (vault_dir / "link.md").symlink_to(outside)
+    st = ops.open_vault(vault_dir)
+    assert sorted(st.pages) == ["real"]
+    st.close()
+
+
+def test_invalid_utf8_is_indexed_as_far_as_it_decodes(vault_dir: Path) -> None:
+    raw = b"caf\xe9 menu [[Other]]\n"
+    (vault_dir / "bad.md").write_bytes(raw)
+    st = ops.open_vault(vault_dir)
+    page = ops.read_page(st, "bad")
+    assert "menu" in page.content
+    assert [link.slug for link in page.links] == ["other"]
+    assert (vault_dir / "bad.md").read_bytes() == raw
+    row = st.index.get_page("bad")
+    assert row is not None and row.bad_utf8
+    st.close()
+
+
+def test_slug_collision_keeps_first_path(vault_dir: Path) -> None:
+    write(vault_dir, "My Page.md", "upper")
+    write(vault_dir, "my-page.md", "lower")
+    st = ops.open_vault(vault_dir)
+    page = ops.read_page(st, "my-page")
+    assert page.path == "My Page.md"
+    assert st.index.shadowed() == [("my-page.md", "my-page")]
+    (vault_dir / "My Page.md").unlink()
+    ops.apply_external_changes(st, ["My Page.md"])
+    assert ops.read_page(st, "my-page").path == "my-page.md"
+    assert_matches_fresh(st)
+    st.close()
+
+
+# -- save -----------------------------------------------------------------------------
+
+
+def test_save_creates_file_with_the_name_as_typed(state: AppState, vault_dir: Path) -> None:
+    result = ops.save_page(state, "notes/My Page", "# Hi\nSee [[Other Page]].\n")
+    assert (result.slug, result.path, result.created) == ("notes/my-page", "notes/My Page.md", True)
+    assert (vault_dir / "notes/My Page.md").read_text() == "# Hi\nSee [[Other Page]].\n"
+    assert result.placeholders_created == ["other-page"]
+    assert [(link.target, link.exists) for link in result.links] == [("Other Page", False)]
+    assert_matches_fresh(state)
+
+
+def test_save_overwrites_by_any_spelling(state: AppState, vault_dir: Path) -> None:
+    ops.save_page(state, "notes/My Page", "one")
+    for name in ("My Page", "my-page", "notes/My Page.md", "NOTES/MY PAGE"):
+        result = ops.save_page(state, name, f"two {name}")
+        assert (result.slug, result.created) == ("notes/my-page", False)
+    assert (vault_dir / "notes/My Page.md").read_text() == "two NOTES/MY PAGE"
+    assert sorted(p.name for p in vault_dir.rglob("*.md")) == ["My Page.md"]
+
+
+def test_save_same_content_is_a_no_op(state: AppState) -> None:
+    ops.save_page(state, "a", "same")
+    again = ops.save_page(state, "a", "same")
+    assert again.unchanged and not again.created
+
+
+def test_placeholder_promotion_names_file_from_link_text(state: AppState, vault_dir: Path) -> None:
+    ops.save_page(state, "source", "A [[Trailing Slash]] link.\n")
+    assert "trailing-slash" in state.placeholders
+    result = ops.save_page(state, "trailing-slash", "now real")
+    assert result.promoted and result.path == "Trailing Slash.md"
+    assert (vault_dir / "Trailing Slash.md").is_file()
+    assert "trailing-slash" not in state.placeholders
+    assert ops.read_page(state, "source").links[0].exists
+    assert_matches_fresh(state)
+
+
+def test_new_page_captures_placeholder_links(state: AppState) -> None:
+    ops.save_page(state, "a", "[[foo]] and [[foo#Part|the foo]]")
+    assert "foo" in state.placeholders
+    ops.save_page(state, "projects/foo", "found")
+    assert "foo" not in state.placeholders
+    assert [link.slug for link in ops.read_page(state, "a").links] == ["projects/foo"] * 2
+    assert_matches_fresh(state)
+
+
+def test_placeholder_goes_when_last_link_goes(state: AppState) -> None:
+    ops.save_page(state, "a", "[[ghost]]")
+    ops.save_page(state, "b", "[[ghost]]")
+    assert ops.save_page(state, "a", "none").placeholders_removed == []
+    assert ops.save_page(state, "b", "none").placeholders_removed == ["ghost"]
+    assert "ghost" not in state.placeholders
+    assert_matches_fresh(state)
+
+
+def test_placeholder_title_is_the_first_written_link(state: AppState) -> None:
+    ops.save_page(state, "b", "[[future PLAN]]")
+    ops.save_page(state, "a", "[[Future Plan]]")
+    page = ops.read_page(state, "future-plan")
+    assert page.is_placeholder and page.title == "Future Plan"
+    assert [b.slug for b in page.backlinks] == ["a", "b"]
+
+
+def test_ambiguous_write_is_refused(state: AppState) -> None:
+    ops.save_page(state, "a/x", "one")
+    ops.save_page(state, "b/x", "two")
+    with pytest.raises(AmbiguousNameError) as err:
+        ops.save_page(state, "x", "three")
+    assert err.value.candidates == ["a/x", "b/x"]
+    with pytest.raises(AmbiguousNameError):
+        ops.delete_page(state, "x")
+    with pytest.raises(AmbiguousNameError):
+        ops.rename_page(state, "x", "y")
+    read = ops.read_page(state, "x")
+    assert read.slug == "a/x" and read.alternatives == ["b/x"]
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("../escape", UnsafePathError),
+        ("notes/../../escape", UnsafePathError),
+        ("/etc/passwd", UnsafePathError),
+        ("..\\escape", UnsafePathError),
+        ("%2e%2e/escape", UnsafePathError),
+        ("C:\\Windows\\x", UnsafePathError),
+        (".lore/lore", UnsafePathError),
+        (".git/config", UnsafePathError),
+        ("", InvalidNameError),
+        ("?!*", InvalidNameError),
+        ("a\x00b", InvalidNameError),
+        ("bad\ud800", InvalidNameError),
+        ("x" * 10_000, InvalidNameError),
+    ],
+)
+def test_bad_names_change_nothing(
+    state: AppState, vault_dir: Path, name: str, error: type[LoreError]
+) -> None:
+    with pytest.raises(error):
+        ops.save_page(state, name, "content")
+    assert [p for p in vault_dir.rglob("*") if ".lore" not in p.parts] == []
+
+
+def test_bad_content_is_refused(state: AppState) -> None:
+    with pytest.raises(ContentTooLargeError):
+        ops.save_page(state, "big", "x" * (state.max_content_bytes + 1))
+    with pytest.raises(InvalidArgumentError):
+        ops.save_page(state, "nul", "a\x00b")
+    with pytest.raises(InvalidArgumentError):
+        ops.save_page(state, "sur", "a\udc80b")
+    assert len(state.pages) == 0
+
+
+def test_self_link_and_nested_brackets(state: AppState) -> None:
+    ops.save_page(state, "me", "I am [[me]] and [[[[[[deep]] and [[[[")
+    page = ops.read_page(state, "me")
+    assert [b.slug for b in page.backlinks] == ["me"]
+    assert_matches_fresh(state)
+
+
+# -- delete ---------------------------------------------------------------------------
+
+
+def test_delete_moves_to_trash_and_leaves_placeholder(state: AppState, vault_dir: Path) -> None:
+    ops.save_page(state, "target", "body")
+    ops.save_page(state, "linker", "[[target]]")
+    result = ops.delete_page(state, "target")
+    assert result.became_placeholder and not (vault_dir / "target.md").exists()
+    assert (vault_dir / result.trash_path).read_text() == "body"
+    assert ops.read_page(state, "target").is_placeholder
+    assert_matches_fresh(state)
+    ops.delete_page(state, "linker")
+    assert "target" not in state.placeholders
+    with pytest.raises(PageNotFoundError):
+        ops.read_page(state, "target")
+    assert_matches_fresh(state)
+
+
+def test_delete_placeholder_or_unknown_fails(state: AppState) -> None:
+    ops.save_page(state, "a", "[[ghost]]")
+    with pytest.raises(LoreError, match="placeholder"):
+        ops.delete_page(state, "ghost")
+    with pytest.raises(PageNotFoundError):
+        ops.delete_page(state, "nothing")
+
+
+def test_delete_reresolves_ambiguous_links(state: AppState) -> None:
+    ops.save_page(state, "a/x", "one")
+    ops.save_page(state, "b/x", "two")
+    ops.save_page(state, "a/page", "[[x]]")
+    assert ops.read_page(state, "a/page").links[0].slug == "a/x"
+    ops.delete_page(state, "a/x")
+    assert ops.read_page(state, "a/page").links[0].slug == "b/x"
+    assert_matches_fresh(state)
+
+
+# -- rename ---------------------------------------------------------------------------
+
+
+def test_rename_rewrites_exactly_the_links_to_it(state: AppState, vault_dir: Path) -> None:
+    ops.save_page(state, "notes/Old Name", "# Top\n^blk\n")
+    text = (
+        "See [[Old Name]], [[old name|alias]], [[Old Name#Top]], [[Old Name^blk]],\n"
+        "![[notes/Old Name]] and [[Other]].\n"
+        "`[[Old Name]]` in code\n"
+        "```\n[[Old Name]]\n```\n"
+        "| a | [[Old Name\\|cell]] |\n|---|---|\n| b | c |\n"
+    )
+    ops.save_page(state, "linker", text)
+    result = ops.rename_page(state, "Old Name", "New Name")
+    assert (result.slug, result.path) == ("notes/new-name", "notes/New Name.md")
+    assert result.rewritten == ["linker"] and result.links_rewritten == 6
+    expected = (
+        "See [[New Name]], [[New Name|alias]], [[New Name#Top]], [[New Name^blk]],\n"
+        "![[New Name]] and [[Other]].\n"
+        "`[[Old Name]]` in code\n"
+        "```\n[[Old Name]]\n```\n"
+        "| a | [[New Name\\|cell]] |\n|---|---|\n| b | c |\n"
+    )
+    assert (vault_dir / "linker.md").read_text() == expected
+    assert not (vault_dir / "notes/Old Name.md").exists()
+    assert_matches_fresh(state)
+
+
+def test_rename_keeps_links_that_still_resolve(state: AppState, vault_dir: Path) -> None:
+    ops.save_page(state, "a/Thing", "x")
+    original = "Link [[Thing]] and [[a/Thing]].\n"
+    ops.save_page(state, "linker", original)
+    result = ops.rename_page(state, "Thing", "b/Thing")
+    assert result.slug == "b/thing"
+    assert (vault_dir / "linker.md").read_text() == "Link [[Thing]] and [[Thing]].\n"
+    assert result.links_rewritten == 1
+    assert_matches_fresh(state)
+
+
+def test_rename_writes_shortest_unique_form(state: AppState, vault_dir: Path) -> None:
+    ops.save_page(state, "x/Target", "t")
+    ops.save_page(state, "y/Other", "o")
+    ops.save_page(state, "linker", "[[Target]]")
+    ops.rename_page(state, "Target", "y/Other Two")
+    assert (vault_dir / "linker.md").read_text() == "[[Other Two]]"
+    ops.save_page(state, "z/Other Two Copy", "c")
+    ops.save_page(state, "q/Other Three", "c")
+    ops.rename_page(state, "y/Other Two", "w/Other Three")
+    assert (vault_dir / "linker.md").read_text() == "[[w/Other Three]]"
+    assert_matches_fresh(state)
+
+
+def test_rename_onto_existing_page_fails(state: AppState) -> None:
+    ops.save_page(state, "a", "1")
+    ops.save_page(state, "b", "2")
+    with pytest.raises(PageExistsError):
+        ops.rename_page(state, "a", "B")
+    assert sorted(state.pages) == ["a", "b"]
+
+
+def test_rename_self_links_and_case_change(state: AppState, vault_dir: Path) -> None:
+    ops.save_page(state, "loop", "[[loop]]")
+    ops.rename_page(state, "loop", "Loop")
+    assert (vault_dir / "Loop.md").read_text() == "[[loop]]"
+    ops.rename_page(state, "loop", "Circle")
+    assert (vault_dir / "Circle.md").read_text() == "[[Circle]]"
+    assert_matches_fresh(state)
+
+
+def test_rename_into_a_placeholder_slug_promotes(state: AppState) -> None:
+    ops.save_page(state, "a", "[[Wanted]]")
+    ops.save_page(state, "draft", "text")
+    ops.rename_page(state, "draft", "Wanted")
+    assert "wanted" in state.pages and "wanted" not in state.placeholders
+    assert ops.read_page(state, "a").links[0].exists
+    assert_matches_fresh(state)
+
+
+# -- reading --------------------------------------------------------------------------
+
+
+def test_unknown_name_suggests_close_slugs(brain: AppState) -> None:
+    with pytest.raises(PageNotFoundError) as err:
+        ops.read_page(brain, "Link Resolutoin")
+    assert "concepts/link-resolution" in err.value.suggestions
+    assert "concepts/link-resolution" in str(err.value)
+
+
+def test_read_placeholder(brain: AppState) -> None:
+    page = ops.read_page(brain, "Roadmap")
+    assert page.is_placeholder and page.content == "" and page.path is None
+    assert {b.slug for b in page.backlinks} == {"open-questions", "concepts/placeholders"}
+
+
+def test_list_pages_paging_and_folders(brain: AppState) -> None:
+    first = ops.list_pages(brain, limit=5)
+    assert first.total == 18 and len(first.pages) == 5 and first.next_offset == 5
+    everything = ops.list_pages(brain, include_placeholders=True, limit=100)
+    assert everything.total == 19 and everything.next_offset is None
+    slugs = [p.slug for p in everything.pages]
+    assert slugs == sorted(slugs)
+    tools = ops.list_pages(brain, folder="tools")
+    assert tools.pages and all(p.slug.startswith("tools/") for p in tools.pages)
+
+
+def test_search_ranks_titles_and_finds_cjk(brain: AppState) -> None:
+    hits = ops.search(brain, "placeholders").hits
+    assert hits[0].slug == "concepts/placeholders"
+    assert "**" in hits[0].snippet
+    assert "concepts/persistence" in {h.slug for h in ops.search(brain, "記憶").hits}
+    assert "concepts/persistence" in {h.slug for h in ops.search(brain, "消え").hits}
+    assert ops.search(brain, "placehol").hits, "the last term matches as a prefix"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"unbalanced',
+        "AND",
+        "OR NOT",
+        "NEAR(a b)",
+        "title:x",
+        "a*",
+        "^start",
+        "(((",
+        "-",
+        "'",
+        '""',
+        "a AND OR b",
+        "\x00",
+        "*",
+        "col:",
+        "{x}",
+        "[[x]]",
+    ],
+)
+def test_search_never_raises_on_fts_syntax(brain: AppState, query: str) -> None:
+    ops.search(brain, query)
+
+
+def test_search_titles_order(brain: AppState) -> None:
+    found = ops.search_titles(brain, "Slugs").matches
+    assert found[0].slug == "concepts/slugs" and found[0].match == "exact"
+    assert ops.search_titles(brain, "slug").matches[0].match == "prefix"
+    partial = ops.search_titles(brain, "resol").matches
+    assert partial[0].slug == "concepts/link-resolution"
+    assert partial[0].match in ("prefix", "substring")
+    fuzzy = ops.search_titles(brain, "persistance").matches
+    assert fuzzy and fuzzy[0].slug == "concepts/persistence" and fuzzy[0].match == "fuzzy"
+    roadmap = ops.search_titles(brain, "roadmap").matches
+    assert roadmap[0].is_placeholder
+
+
+def test_backlinks_with_lines_and_unlinked_mentions(state: AppState) -> None:
+    ops.save_page(state, "Graph", "the page")
+    ops.save_page(state, "a", "intro\nsee [[Graph]] here\n")
+    ops.save_page(state, "b", "The graph is big.\n`graph` in code\nparagraphs only\n")
+    result = ops.get_backlinks(state, "graph", include_unlinked=True)
+    assert [(b.slug, b.line, b.text) for b in result.linked] == [("a", 2, "see [[Graph]] here")]
+    assert result.unlinked is not None
+    assert [(b.slug, b.line) for b in result.unlinked] == [("b", 1)]
+    assert ops.get_backlinks(state, "graph").unlinked is None
+
+
+def test_graph_neighbourhood(state: AppState) -> None:
+    ops.save_page(state, "a", "[[b]]")
+    ops.save_page(state, "b", "[[c]]")
+    ops.save_page(state, "c", "end")
+    one = ops.get_graph(state, "a", depth=1).neighbourhood
+    assert one is not None and [n.slug for n in one.nodes] == ["a", "b"]
+    two = ops.get_graph(state, "a", depth=2).neighbourhood
+    assert two is not None
+    assert [(e.source, e.target) for e in two.edges] == [("a", "b"), ("b", "c")]
+    with pytest.raises(InvalidArgumentError):
+        ops.get_graph(state, "a", depth=4)
+
+
+def test_read_only_state_refuses_writes(vault_dir: Path) -> None:
+    write(vault_dir, "a.md", "x")
+    st = ops.open_vault(vault_dir, read_only=True)
+    assert ops.read_page(st, "a").content == "x"
+    with pytest.raises(VaultError, match="read-only"):
+        ops.save_page(st, "a", "y")
+    st.close()
