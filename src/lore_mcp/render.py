@@ -1,0 +1,168 @@
+"""The text the model reads beside each tool's structured content: a few lines per
+result, lists as bullet lines, and a page's Markdown left as Markdown under a short
+header. Pure functions of the result models; the structured content carries every field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lore_mcp.models import (
+    Backlink,
+    Backlinks,
+    DeleteResult,
+    GraphResult,
+    LinkedCount,
+    OutgoingLink,
+    PageList,
+    PageView,
+    RenameResult,
+    SaveResult,
+    SearchResults,
+    TitleMatches,
+)
+
+
+def _join(items: Iterable[str], limit: int = 25) -> str:
+    unique = list(dict.fromkeys(items))
+    more = f", ... ({len(unique) - limit} more)" if len(unique) > limit else ""
+    return ", ".join(unique[:limit]) + more if unique else "none"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _link(link: OutgoingLink) -> str:
+    if not link.exists:
+        return f"{link.slug} (placeholder)"
+    return f"{link.slug} (ambiguous)" if link.ambiguous else link.slug
+
+
+def page(view: PageView) -> str:
+    """A frontmatter-like header (title, slug, path, backlinks, links), then the Markdown."""
+    lines = ["---", f"title: {view.title}", f"slug: {view.slug}"]
+    lines.append(f"path: {view.path or 'none (a placeholder: linked to, no file yet)'}")
+    lines.append(f"backlinks: {_join(ref.slug for ref in view.backlinks)}")
+    if not view.is_placeholder:
+        lines.append(f"links: {_join(_link(link) for link in view.links)}")
+    if view.alternatives:
+        lines.append(f"also matches: {_join(view.alternatives)}")
+    lines.append("---")
+    if view.is_placeholder:
+        lines.append("(empty until save_page writes it)")
+    return "\n".join(lines) + "\n" + view.content
+
+
+def _placeholder_lines(created: list[str], removed: list[str]) -> list[str]:
+    return [
+        f"placeholders {verb}: {_join(slugs)}"
+        for verb, slugs in (("created", created), ("removed", removed))
+        if slugs
+    ]
+
+
+def saved(result: SaveResult) -> str:
+    how = "created" if result.created else "overwritten"
+    if result.unchanged:
+        how = "unchanged (same content)"
+    elif result.promoted:
+        how = "placeholder promoted to a page"
+    lines = [f"Saved {result.slug} ({result.path}): {how}."]
+    if result.links:
+        lines.append(f"links: {_join(_link(link) for link in result.links)}")
+    lines += _placeholder_lines(result.placeholders_created, result.placeholders_removed)
+    return "\n".join(lines)
+
+
+def deleted(result: DeleteResult) -> str:
+    lines = [f"Deleted {result.slug} ({result.path})."]
+    if result.trash_path:
+        lines.append(f"The file is in {result.trash_path}.")
+    if result.became_placeholder:
+        lines.append("Other pages still link to it, so it stays on as a placeholder.")
+    lines += _placeholder_lines(result.placeholders_created, result.placeholders_removed)
+    return "\n".join(lines)
+
+
+def renamed(result: RenameResult) -> str:
+    lines = [f"Renamed {result.old_slug} to {result.slug} ({result.path})."]
+    links = _plural(result.links_rewritten, "link")
+    lines.append(f"Rewrote {links} in {_plural(len(result.rewritten), 'page')}:")
+    lines += [f"- {slug}" for slug in result.rewritten]
+    return "\n".join(lines)
+
+
+def listing(result: PageList) -> str:
+    if not result.pages:
+        return f"No pages here (offset {result.offset}, {result.total} in all)."
+    last = result.offset + len(result.pages)
+    lines = [f"Pages {result.offset + 1}-{last} of {result.total} (links out/in):"]
+    for row in result.pages:
+        mark = ", placeholder" if row.is_placeholder else ""
+        lines.append(f"- {row.slug}: {row.title} ({row.links_out}/{row.links_in}{mark})")
+    if result.next_offset is not None:
+        lines.append(f"More: call again with offset={result.next_offset}.")
+    return "\n".join(lines)
+
+
+def hits(result: SearchResults) -> str:
+    if not result.hits:
+        return f"No page contains {result.query!r}. Try other words, or search_titles."
+    lines = [f"{_plural(len(result.hits), 'page')} match {result.query!r}, best first:"]
+    lines += [f"- {hit.slug} ({hit.title}): {hit.snippet}" for hit in result.hits]
+    return "\n".join(lines)
+
+
+def title_matches(result: TitleMatches) -> str:
+    if not result.matches:
+        return f"No page is called anything like {result.query!r}."
+    lines = [f"{_plural(len(result.matches), 'page')} named like {result.query!r}:"]
+    for match in result.matches:
+        mark = ", placeholder" if match.is_placeholder else ""
+        lines.append(f"- {match.slug} ({match.title}; {match.match}{mark})")
+    return "\n".join(lines)
+
+
+def _line_refs(rows: list[Backlink]) -> list[str]:
+    return [f"- {row.slug}:{row.line}: {row.text}" for row in rows]
+
+
+def backlinks(result: Backlinks) -> str:
+    lines = [f"{_plural(len(result.linked), 'link')} to {result.slug} ({result.title}):"]
+    lines += _line_refs(result.linked)
+    if result.unlinked is not None:
+        mentions = _plural(len(result.unlinked), "unlinked mention")
+        lines += [f"{mentions} of {result.title!r}:", *_line_refs(result.unlinked)]
+    return "\n".join(lines)
+
+
+def _counts(rows: list[LinkedCount]) -> list[str]:
+    return [f"- {row.slug} ({row.title}): {row.count}" for row in rows] or ["- none"]
+
+
+def graph(result: GraphResult) -> str:
+    if (hood := result.neighbourhood) is not None:
+        lines = [
+            f"Within {_plural(hood.depth, 'link')} of {hood.center}: "
+            f"{_plural(len(hood.nodes), 'page')}, {_plural(len(hood.edges), 'link')}.",
+            "Pages (hops away):",
+        ]
+        for node in hood.nodes:
+            mark = ", placeholder" if node.is_placeholder else ""
+            lines.append(f"- {node.slug} ({node.title}; {node.depth}{mark})")
+        lines += ["Links:", *(f"- {e.source} -> {e.target}" for e in hood.edges)]
+        return "\n".join(lines)
+    shape = result.shape
+    assert shape is not None
+    lines = [
+        f"{_plural(shape.pages, 'page')}, {_plural(shape.placeholders, 'placeholder')}, "
+        f"{_plural(shape.links, 'link')}, {_plural(shape.orphan_count, 'orphan')}.",
+        "Most linked (pages linking in):",
+        *_counts(shape.most_linked),
+        "Unresolved link targets (placeholders; pages linking in):",
+        *_counts(shape.unresolved),
+    ]
+    if shape.orphans:
+        lines.append(f"Orphans (no links in or out): {_join(shape.orphans)}")
+    return "\n".join(lines)

@@ -1,0 +1,353 @@
+"""The nine MCP tools, a thin layer over `vault_ops`.
+
+Each tool validates its arguments (the schema does most of it), runs one vault operation
+off the event loop, and returns the operation's model twice: as structured content (the
+tool's output schema) and as a few readable lines for the model (see `render`). `_call`
+is the one place where a `LoreError` becomes an `isError` result.
+
+`build_server(state)` takes a vault opened with `vault_ops.open_vault(root, scan=False)`
+and owns it from then on: its lifespan indexes the vault in a background thread (so
+`initialize` is answered at once), starts the watcher, and closes the state at exit.
+"""
+
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Annotated, Any, TypeVar
+
+import anyio
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from lore_mcp import __version__, render, vault_ops
+from lore_mcp.errors import LoreError
+from lore_mcp.models import (
+    Backlinks,
+    DeleteResult,
+    GraphResult,
+    PageList,
+    PageView,
+    RenameResult,
+    SaveResult,
+    SearchResults,
+    TitleMatches,
+)
+from lore_mcp.slugs import MAX_NAME_CHARS
+from lore_mcp.state import MAX_CONTENT_BYTES, AppState
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Ctx = Context[AppState, Any]
+
+INTERNAL_ERROR = "Internal error; the server logged the details and is still running."
+GUIDE = (
+    "Pages are Markdown files joined by [[wiki links]]. Name a page by slug, title or path "
+    "('concepts/link-resolution', 'Link Resolution'); a bare name finds it in any folder. "
+    "To recall: search (full text) or search_titles (names), then read_page, which also "
+    "shows backlinks and links; get_graph without a slug gives the vault's shape, "
+    "get_backlinks and get_graph with a slug show how a page connects. To remember: "
+    "save_page writes a whole page (read it first, then send the full new content); a "
+    "[[link]] to a page that does not exist yet becomes a placeholder that save_page can "
+    "fill later. rename_page moves a page and fixes every link to it; delete_page moves "
+    "the file to .lore/trash/. list_pages browses by folder."
+)
+
+Name = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="The page: a slug ('concepts/link-resolution'), a title "
+        "('Link Resolution') or a path ('concepts/Link Resolution.md'); case-insensitive",
+    ),
+]
+NewName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="The new title ('New Title', same folder) or 'folder/New Title' to move it",
+    ),
+]
+# Characters here; the engine checks the real limit, 1 MiB of UTF-8 bytes.
+Content = Annotated[
+    str,
+    Field(
+        max_length=MAX_CONTENT_BYTES,
+        description="The page's complete Markdown (at most 1 MiB of UTF-8); replaces the file",
+    ),
+]
+Folder = Annotated[
+    str,
+    Field(max_length=MAX_NAME_CHARS, description="Only pages under this folder; empty for all"),
+]
+Centre = Annotated[
+    str | None,
+    Field(max_length=MAX_NAME_CHARS, description="Centre page; leave out for the vault's shape"),
+]
+Depth = Annotated[int, Field(ge=1, le=3, description="How many links from the centre (1-3)")]
+Offset = Annotated[int, Field(ge=0, description="Skip this many pages (for paging)")]
+Query = Annotated[str, Field(min_length=1, max_length=vault_ops.MAX_QUERY_CHARS)]
+
+
+def _limit(what: str) -> Any:
+    return Field(ge=1, le=100, description=f"At most this many {what} (1-100)")
+
+
+# -- the boundary -------------------------------------------------------------------------
+
+
+async def _call(operation: Callable[[], T]) -> T:
+    """Run a blocking vault operation in a worker thread; failures become isError results."""
+    # A cancelled call (or stdin closing) lets go of the thread at once instead of waiting
+    # for the first index pass; the operation itself still finishes under the state's lock.
+    try:
+        return await anyio.to_thread.run_sync(operation, abandon_on_cancel=True)
+    except LoreError as exc:
+        raise ToolError(str(exc)) from exc
+    except Exception as exc:
+        log.exception("unexpected failure in a vault operation")
+        raise ToolError(INTERNAL_ERROR) from exc
+
+
+def _state(ctx: Ctx) -> AppState:
+    return ctx.request_context.lifespan_context
+
+
+def _result(model: BaseModel, text: str) -> CallToolResult:
+    """Readable text for the model, the model's fields as structured content."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=model.model_dump(mode="json"),
+    )
+
+
+# -- the nine tools -----------------------------------------------------------------------
+
+
+async def read_page(slug: Name, ctx: Ctx) -> Annotated[CallToolResult, PageView]:
+    """Read one page of the memory vault: its Markdown, the pages that link to it
+    (backlinks) and the links it holds.
+
+    A placeholder (a page that is linked to but not written yet) reads as empty content
+    plus who links to it. An unknown name fails with the closest slugs; an ambiguous one
+    is resolved like a link and the other candidates are listed."""
+    view = await _call(lambda: vault_ops.read_page(_state(ctx), slug))
+    return _result(view, render.page(view))
+
+
+async def save_page(
+    slug: Name, content: Content, ctx: Ctx
+) -> Annotated[CallToolResult, SaveResult]:
+    """Write a whole page: create it, overwrite it, or fill in a placeholder.
+
+    The file is created at the slug's path (folders included) when the page is new.
+    Links, search index and graph are updated in the same call, so later calls see the
+    new state. Overwriting needs a name that matches one page only. To edit, read the
+    page first and send the full new content."""
+    saved = await _call(lambda: vault_ops.save_page(_state(ctx), slug, content))
+    return _result(saved, render.saved(saved))
+
+
+async def delete_page(slug: Name, ctx: Ctx) -> Annotated[CallToolResult, DeleteResult]:
+    """Delete a page. The file is moved to .lore/trash/ in the vault (recoverable by
+    hand). If other pages still link to it, it stays on as a placeholder. The name must
+    match one page only."""
+    deleted = await _call(lambda: vault_ops.delete_page(_state(ctx), slug))
+    return _result(deleted, render.deleted(deleted))
+
+
+async def rename_page(
+    slug: Name, new_name: NewName, ctx: Ctx
+) -> Annotated[CallToolResult, RenameResult]:
+    """Rename or move a page and rewrite every [[link]] that pointed at it, in every
+    page (aliases, headings and embeds are kept). Nothing is lost. The name must match
+    one page only, and the new name must be free."""
+    renamed = await _call(lambda: vault_ops.rename_page(_state(ctx), slug, new_name))
+    return _result(renamed, render.renamed(renamed))
+
+
+async def list_pages(
+    ctx: Ctx,
+    folder: Folder = "",
+    include_placeholders: Annotated[
+        bool, Field(description="Also list placeholders (linked, not written yet)")
+    ] = False,
+    offset: Offset = 0,
+    limit: Annotated[int, _limit("pages")] = 100,
+) -> Annotated[CallToolResult, PageList]:
+    """List pages sorted by slug, with how many links go out and come in. Page through
+    long listings with offset (the result says the next offset)."""
+    listing = await _call(
+        lambda: vault_ops.list_pages(_state(ctx), folder, include_placeholders, offset, limit)
+    )
+    return _result(listing, render.listing(listing))
+
+
+async def search(
+    query: Annotated[Query, Field(description="Words to find; any text is safe to send")],
+    ctx: Ctx,
+    limit: Annotated[int, _limit("hits")] = 10,
+) -> Annotated[CallToolResult, SearchResults]:
+    """Full-text search over every page, best match first (title matches weigh more),
+    the last word matched as a prefix, each hit with a snippet. Works for any script,
+    CJK included."""
+    results = await _call(lambda: vault_ops.search(_state(ctx), query, limit))
+    return _result(results, render.hits(results))
+
+
+async def search_titles(
+    query: Annotated[Query, Field(description="A page name, or part of one")],
+    ctx: Ctx,
+    limit: Annotated[int, _limit("matches")] = 20,
+) -> Annotated[CallToolResult, TitleMatches]:
+    """Find pages by title or slug: exact matches first, then prefixes, substrings and
+    close spellings. Use it to learn what a page is called; placeholders are flagged."""
+    matches = await _call(lambda: vault_ops.search_titles(_state(ctx), query, limit))
+    return _result(matches, render.title_matches(matches))
+
+
+async def get_backlinks(
+    slug: Name,
+    ctx: Ctx,
+    include_unlinked: Annotated[
+        bool, Field(description="Also find pages that mention the title without linking")
+    ] = False,
+) -> Annotated[CallToolResult, Backlinks]:
+    """The lines in other pages that link to this page, with line numbers; optionally
+    also plain-text mentions of its title that are not links yet."""
+    backlinks = await _call(lambda: vault_ops.get_backlinks(_state(ctx), slug, include_unlinked))
+    return _result(backlinks, render.backlinks(backlinks))
+
+
+async def get_graph(
+    ctx: Ctx,
+    slug: Centre = None,
+    depth: Depth = 1,
+) -> Annotated[CallToolResult, GraphResult]:
+    """The link graph. With a slug: the pages within `depth` links of it (either
+    direction) and the links between them. Without: the vault's shape - counts, orphan
+    pages, the most linked pages and unresolved link targets."""
+    graph = await _call(lambda: vault_ops.get_graph(_state(ctx), slug, depth))
+    return _result(graph, render.graph(graph))
+
+
+def _hints(
+    title: str, *, read_only: bool = False, destructive: bool = False, idempotent: bool = True
+) -> ToolAnnotations:
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
+
+
+TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
+    (read_page, _hints("Read a page", read_only=True)),
+    (save_page, _hints("Save a page", destructive=True)),
+    (delete_page, _hints("Delete a page", destructive=True)),
+    (rename_page, _hints("Rename a page", idempotent=False)),
+    (list_pages, _hints("List pages", read_only=True)),
+    (search, _hints("Search page text", read_only=True)),
+    (search_titles, _hints("Find pages by title", read_only=True)),
+    (get_backlinks, _hints("Show backlinks", read_only=True)),
+    (get_graph, _hints("Show the link graph", read_only=True)),
+]
+
+
+# -- the server and its lifespan ----------------------------------------------------------
+
+
+def build_server(state: AppState, *, watch: bool = False) -> MCPServer[AppState]:
+    """An MCP server over `state`, which it owns from now on: while it serves, the vault
+    is indexed in the background and, with `watch`, watched; at exit the state is closed."""
+    server: MCPServer[AppState] = MCPServer(
+        "lore-mcp",
+        title="lore-mcp",
+        version=__version__,
+        instructions=instructions(state),
+        lifespan=_lifespan(state, watch),
+    )
+    for fn, hints in TOOLS:
+        server.add_tool(fn, title=hints.title, annotations=hints)
+    return server
+
+
+def instructions(state: AppState) -> str:
+    """Which vault, how many pages (as far as the index already knows), and the tools."""
+    pages = len(state.pages)
+    if state.ready.is_set():
+        size = f"{pages} pages"
+    elif pages:
+        size = f"{pages} pages at its last index; a refresh is running"
+    else:
+        size = "being indexed now; the first calls wait for it"
+    return f"This is the memory vault {state.root.name!r} ({size}). {GUIDE}"
+
+
+class _Stopped(Exception):
+    """The server is shutting down, so the index pass gives up (its transaction rolls back)."""
+
+
+def _lifespan(
+    state: AppState, watch: bool
+) -> Callable[[MCPServer[AppState]], AbstractAsyncContextManager[AppState]]:
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
+        stop = threading.Event()
+        worker = threading.Thread(
+            target=_prepare, args=(state, watch, stop), name="lore-index", daemon=True
+        )
+        worker.start()
+        try:
+            yield state
+        finally:
+            stop.set()
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_shut_down, state, worker)
+
+    return lifespan
+
+
+def _prepare(state: AppState, watch: bool, stop: threading.Event) -> None:
+    """Start the watcher, then bring the index up to date; calls wait for `state.ready`."""
+    if watch:
+        _start_watcher(state)
+    if state.ready.is_set():
+        return
+
+    def check_stop(done: int, total: int) -> None:
+        if stop.is_set():
+            raise _Stopped
+
+    try:
+        vault_ops.index_vault(state, progress=check_stop)
+    except _Stopped:
+        log.info("indexing stopped: the server is shutting down")
+    except Exception:
+        log.exception("indexing %s failed; serving what the index already holds", state.root)
+
+
+def _start_watcher(state: AppState) -> None:
+    try:
+        from lore_mcp.watcher import start_watcher
+    except ImportError as exc:
+        log.warning("file watching is off: the watcher cannot be loaded (%s)", exc)
+        return
+    try:
+        start_watcher(state)
+    except Exception:
+        log.exception("file watching is off: the watcher failed to start")
+
+
+def _shut_down(state: AppState, worker: threading.Thread) -> None:
+    worker.join()
+    state.close()
+    log.info("closed the vault %s", state.root)

@@ -1,0 +1,115 @@
+"""End to end: `python -m lore_mcp` as a real stdio subprocess, in both protocol eras."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult, TextContent
+
+pytestmark = pytest.mark.anyio
+
+PASS_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "VIRTUAL_ENV")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def environment(**extra: str) -> dict[str, str]:
+    """What the server process needs from ours; nothing else leaks in (no LORE_VAULT)."""
+    env = {name: os.environ[name] for name in PASS_THROUGH if name in os.environ}
+    env["PYTHONIOENCODING"] = "utf-8"
+    return env | extra
+
+
+def server_params(args: list[str], **env: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "lore_mcp", *args], env=environment(**env)
+    )
+
+
+def text(result: CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
+    with anyio.fail_after(15):
+        return await client.call_tool(tool, arguments)
+
+
+async def exercise(client: Client) -> None:
+    tools = (await client.list_tools()).tools
+    assert len(tools) == 9 and all(t.output_schema for t in tools)
+    page = await call(client, "read_page", slug="Slugs")
+    assert page.is_error is False
+    assert text(page).startswith("---\ntitle: Slugs\nslug: concepts/slugs\n")
+    saved = await call(
+        client, "save_page", slug="notes/Stdio Test", content="Saved over stdio: 記憶 zebra."
+    )
+    assert saved.is_error is False and saved.structured_content is not None
+    assert saved.structured_content["created"] is True
+    found = await call(client, "search", query="zebra")
+    assert found.structured_content is not None
+    assert [hit["slug"] for hit in found.structured_content["hits"]] == ["notes/stdio-test"]
+    error = await call(client, "read_page", slug="no such page")
+    assert error.is_error is True and "No page named" in text(error)
+    again = await call(client, "read_page", slug="notes/stdio-test")
+    assert again.is_error is False and "記憶 zebra" in text(again)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_stdio_server(brain_dir: Path, mode: str) -> None:
+    params = server_params(["--vault", str(brain_dir), "--no-watch"])
+    with anyio.fail_after(60):
+        client = Client(params, mode="legacy") if mode == "legacy" else Client(params)
+        async with client:
+            assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+            assert client.instructions is not None and "'brain'" in client.instructions
+            await exercise(client)
+    assert (brain_dir / "notes" / "Stdio Test.md").read_text(encoding="utf-8").endswith("zebra.")
+
+
+async def test_vault_from_environment(brain_dir: Path) -> None:
+    params = server_params(["--no-watch", "--log-level", "warning"], LORE_VAULT=str(brain_dir))
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as client:
+            result = await call(client, "get_graph")
+            assert result.structured_content is not None
+            assert result.structured_content["shape"]["pages"] == 18
+
+
+def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lore_mcp", *args],
+        env=environment(**env),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def test_no_vault_is_a_usage_error() -> None:
+    done = run_cli()
+    assert done.returncode == 2 and done.stdout == ""
+    assert "--vault" in done.stderr and "LORE_VAULT" in done.stderr
+
+
+def test_missing_vault_folder(tmp_path: Path) -> None:
+    done = run_cli("--vault", str(tmp_path / "nowhere"))
+    assert done.returncode == 2 and "not a folder" in done.stderr
+
+
+def test_bad_log_level(brain_dir: Path) -> None:
+    done = run_cli("--vault", str(brain_dir), "--log-level", "LOUD")
+    assert done.returncode == 2 and "--log-level" in done.stderr
