@@ -1,0 +1,389 @@
+"""How the `lore` command line shows results to people (the MCP tools' text is `render`).
+
+On a terminal: rich tables with colour. Piped: the same tables as plain text, no colour
+and no escape codes, one row per line. Page text is never read as rich markup.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import singledispatch
+from typing import IO, TYPE_CHECKING
+
+from pydantic import BaseModel
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.table import Table
+from rich.text import Text
+
+from lore_mcp.models import (
+    Backlink,
+    Backlinks,
+    DeleteResult,
+    GraphResult,
+    LinkedCount,
+    Neighbourhood,
+    PageList,
+    RenameResult,
+    SaveResult,
+    SearchResults,
+    SyncReport,
+    TitleMatches,
+    VaultShape,
+)
+
+if TYPE_CHECKING:
+    from lore_mcp.commands import DoctorReport
+
+PLAIN_WIDTH = 4096
+SLUG = "cyan"
+MUTED = "dim"
+NUMERIC = frozenset({"line", "in", "out", "hops"})
+
+Draw = Callable[[Console], None]
+
+
+def _console(stream: IO[str], terminal: bool) -> Console:
+    return Console(
+        file=stream,
+        force_terminal=terminal,
+        width=None if terminal else PLAIN_WIDTH,
+        markup=False,
+        emoji=False,
+        highlight=False,
+    )
+
+
+def on_terminal(draw: Draw, stream: IO[str]) -> None:
+    """Draw with colour on a terminal."""
+    draw(_console(stream, terminal=True))
+
+
+def plain_text(draw: Draw) -> str:
+    """What `draw` prints, as plain text: no colour or escape codes (whatever
+    FORCE_COLOR says), rows never wrapped, no trailing blanks."""
+    buffer = io.StringIO()
+    draw(_console(buffer, terminal=False))
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
+@contextmanager
+def progress_bar(
+    console: Console | None = None, transient: bool = False
+) -> Iterator[Callable[[int, int], None]]:
+    """A progress callback `(done, total)` drawing a bar on stderr; the bar appears on
+    the first call, so a pass with nothing to parse shows nothing."""
+    bar = Progress(
+        TextColumn("indexing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("files"),
+        console=console or Console(stderr=True),
+        transient=transient,
+    )
+    task: TaskID | None = None
+
+    def report(done: int, total: int) -> None:
+        nonlocal task
+        if task is None:
+            bar.start()
+            task = bar.add_task("indexing", total=total)
+        bar.update(task, completed=done, total=total)
+
+    try:
+        yield report
+    finally:
+        if task is not None:
+            bar.stop()
+
+
+# -- pieces -------------------------------------------------------------------------------
+
+
+def _table(*headers: str) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    for header in headers:
+        table.add_column(header, justify="right" if header in NUMERIC else "left")
+    return table
+
+
+def _slug(slug: str) -> Text:
+    return Text(slug, style=SLUG)
+
+
+def _title(title: str, is_placeholder: bool = False) -> Text:
+    text = Text(title)
+    if is_placeholder:
+        text.append(" (placeholder)", style=f"{MUTED} italic")
+    return text
+
+
+def _marked(snippet: str, styled: bool) -> Text:
+    """A search snippet: on a terminal the `**matches**` are bold; piped, the markers stay."""
+    if not styled:
+        return Text(snippet)
+    text = Text()
+    for i, part in enumerate(snippet.split("**")):
+        text.append(part, style="bold yellow" if i % 2 else "")
+    return text
+
+
+def _heading(console: Console, text: str) -> None:
+    console.print(Text(text, style="bold"))
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+# -- results ------------------------------------------------------------------------------
+
+
+@singledispatch
+def show(result: BaseModel, console: Console) -> None:
+    """Print any operation's result for people."""
+    console.print(Text(result.model_dump_json(indent=2)))
+
+
+@show.register
+def _index(result: SyncReport, console: Console) -> None:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(justify="right")
+    grid.add_column()
+    grid.add_row("pages", str(result.pages))
+    grid.add_row("links", str(result.links))
+    grid.add_row("placeholders", str(result.placeholders))
+    grid.add_row(
+        "files",
+        f"{result.added} new, {result.updated} changed, {result.removed} removed, "
+        f"{result.unchanged} unchanged",
+    )
+    grid.add_row("time", f"{result.seconds:.2f} s")
+    console.print(grid)
+    for reason in result.skipped:
+        console.print(Text(f"not indexed: {reason}", style="yellow"))
+
+
+@show.register
+def _search(result: SearchResults, console: Console) -> None:
+    if not result.hits:
+        console.print(Text(f"No pages match {result.query!r}."))
+        return
+    table = _table("slug", "title", "match")
+    for hit in result.hits:
+        table.add_row(_slug(hit.slug), _title(hit.title), _marked(hit.snippet, console.is_terminal))
+    console.print(table)
+
+
+@show.register
+def _titles(result: TitleMatches, console: Console) -> None:
+    if not result.matches:
+        console.print(Text(f"No titles match {result.query!r}."))
+        return
+    table = _table("slug", "title", "match")
+    for m in result.matches:
+        table.add_row(_slug(m.slug), _title(m.title, m.is_placeholder), Text(m.match, style=MUTED))
+    console.print(table)
+
+
+def _lines(console: Console, heading: str, rows: list[Backlink]) -> None:
+    _heading(console, f"{heading} ({len(rows)})")
+    if rows:
+        table = _table("page", "line", "text")
+        for row in rows:
+            table.add_row(_slug(row.slug), str(row.line), Text(row.text))
+        console.print(table)
+
+
+@show.register
+def _backlinks(result: Backlinks, console: Console) -> None:
+    _lines(console, f"Links to {result.slug}", result.linked)
+    if result.unlinked is not None:
+        _lines(console, f"Mentions of {result.title!r} without a link", result.unlinked)
+
+
+@show.register
+def _list(result: PageList, console: Console) -> None:
+    if not result.pages:
+        console.print(Text(f"No pages here ({result.total} in all)."))
+        return
+    table = _table("slug", "title", "in", "out")
+    for p in result.pages:
+        table.add_row(
+            _slug(p.slug), _title(p.title, p.is_placeholder), str(p.links_in), str(p.links_out)
+        )
+    console.print(table)
+    last = result.offset + len(result.pages)
+    more = f"; next: --offset {result.next_offset}" if result.next_offset is not None else ""
+    console.print(Text(f"{result.offset + 1}-{last} of {result.total}{more}", style=MUTED))
+
+
+@show.register
+def _graph(result: GraphResult, console: Console) -> None:
+    if result.neighbourhood is not None:
+        _neighbourhood(result.neighbourhood, console)
+    if result.shape is not None:
+        _shape(result.shape, console)
+
+
+def _neighbourhood(hood: Neighbourhood, console: Console) -> None:
+    _heading(console, f"{hood.center}, {hood.depth} hop(s) out: {_plural(len(hood.nodes), 'page')}")
+    table = _table("hops", "slug", "title")
+    for node in hood.nodes:
+        table.add_row(str(node.depth), _slug(node.slug), _title(node.title, node.is_placeholder))
+    console.print(table)
+    _heading(console, f"Links ({len(hood.edges)})")
+    for edge in hood.edges:
+        console.print(Text.assemble(_slug(edge.source), " -> ", _slug(edge.target)))
+
+
+def _counts(console: Console, heading: str, rows: list[LinkedCount]) -> None:
+    if rows:
+        _heading(console, heading)
+        table = _table("slug", "title", "in")
+        for row in rows:
+            table.add_row(_slug(row.slug), _title(row.title), str(row.count))
+        console.print(table)
+
+
+def _shape(shape: VaultShape, console: Console) -> None:
+    console.print(
+        Text(
+            f"{_plural(shape.pages, 'page')}, {_plural(shape.placeholders, 'placeholder')}, "
+            f"{_plural(shape.links, 'link')} between pages, {_plural(shape.orphan_count, 'orphan')}"
+        )
+    )
+    _counts(console, "Most linked", shape.most_linked)
+    _counts(console, "Unresolved (placeholders)", shape.unresolved)
+    if shape.orphans:
+        _heading(console, "Orphans")
+        for slug in shape.orphans:
+            console.print(_slug(slug))
+
+
+@show.register
+def _saved(result: SaveResult, console: Console) -> None:
+    if result.unchanged:
+        verb = "Unchanged"
+    elif result.promoted:
+        verb = "Promoted placeholder"
+    else:
+        verb = "Created" if result.created else "Saved"
+    console.print(Text.assemble(f"{verb} ", _slug(result.slug), f" ({result.path})"))
+    missing = sum(1 for link in result.links if not link.exists)
+    console.print(Text(f"{_plural(len(result.links), 'link')}, {missing} to placeholders"))
+    if result.placeholders_created:
+        console.print(Text(f"new placeholders: {', '.join(result.placeholders_created)}"))
+    if result.placeholders_removed:
+        console.print(Text(f"placeholders gone: {', '.join(result.placeholders_removed)}"))
+
+
+@show.register
+def _deleted(result: DeleteResult, console: Console) -> None:
+    console.print(Text.assemble("Deleted ", _slug(result.slug), f" ({result.path})"))
+    if result.trash_path:
+        console.print(Text(f"the file is in {result.trash_path}"))
+    if result.became_placeholder:
+        console.print(Text("other pages still link to it, so it is now a placeholder"))
+
+
+@show.register
+def _renamed(result: RenameResult, console: Console) -> None:
+    console.print(
+        Text.assemble(
+            "Renamed ", _slug(result.old_slug), " -> ", _slug(result.slug), f" ({result.path})"
+        )
+    )
+    pages = ", ".join(result.rewritten)
+    console.print(
+        Text(
+            f"rewrote {_plural(result.links_rewritten, 'link')} in "
+            f"{_plural(len(result.rewritten), 'page')}" + (f": {pages}" if pages else "")
+        )
+    )
+
+
+# -- doctor -------------------------------------------------------------------------------
+
+
+def doctor(report: DoctorReport, console: Console) -> None:
+    """The health report: errors, then warnings, then the verdict."""
+    console.print(
+        Text(
+            f"{report.vault}: {_plural(report.pages, 'page')}, "
+            f"{_plural(report.placeholders, 'placeholder')}, {_plural(report.links, 'link')}"
+        )
+    )
+    _section(
+        console,
+        "error",
+        "Slug collisions (the second file is not indexed)",
+        ("slug", "indexed", "not indexed"),
+        [(c.slug, c.kept or "", c.shadowed) for c in report.collisions],
+    )
+    _section(
+        console,
+        "error",
+        "Not valid UTF-8 (indexed as far as it decodes)",
+        ("slug", "file"),
+        [(f.slug, f.path) for f in report.invalid_utf8],
+    )
+    _section(
+        console,
+        "error",
+        "Not indexed",
+        ("file", "reason"),
+        [(f.path, f.reason) for f in report.unindexed],
+    )
+    _section(
+        console,
+        "warning",
+        "Unresolved links (placeholders)",
+        ("placeholder", "written at", "as"),
+        [
+            (u.slug, f"{s.path}:{s.line}", f"[[{s.target}]]")
+            for u in report.unresolved
+            for s in u.links
+        ],
+    )
+    _section(
+        console,
+        "warning",
+        "Ambiguous links",
+        ("written at", "as", "resolved to", "candidates"),
+        [
+            (f"{a.path}:{a.line}", f"[[{a.target}]]", a.resolved, ", ".join(a.candidates))
+            for a in report.ambiguous
+        ],
+    )
+    _section(
+        console,
+        "warning",
+        "Orphans (no links in or out)",
+        ("slug", "file"),
+        [(o.slug, o.path) for o in report.orphans],
+    )
+    verdict = f"{_plural(report.errors, 'error')}, {_plural(report.warnings, 'warning')}"
+    console.print()
+    console.print(Text(verdict, style="bold red" if report.errors else "bold green"))
+
+
+def _section(
+    console: Console,
+    severity: str,
+    heading: str,
+    headers: tuple[str, ...],
+    rows: list[tuple[str, ...]],
+) -> None:
+    if not rows:
+        return
+    console.print()
+    colour = "red" if severity == "error" else "yellow"
+    console.print(Text.assemble((f"{severity}: ", f"bold {colour}"), (heading, "bold")))
+    table = _table(*headers)
+    for row in rows:
+        table.add_row(_slug(row[0]), *(Text(cell) for cell in row[1:]))
+    console.print(table)

@@ -1,0 +1,426 @@
+"""The `lore` command line, in process (`main([...])`) and as a real subprocess."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from conftest import write
+from lore_mcp import display
+from lore_mcp.commands import main
+
+Run = tuple[int, str, str]
+
+
+@pytest.fixture(autouse=True)
+def no_vault_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LORE_VAULT", raising=False)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Run:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], vault: Path, *argv: str) -> Any:
+    code, out, err = run(capsys, "--vault", str(vault), "--json", *argv)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def feed_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def lore(*argv: str, stdin: bytes = b"", **env: str) -> subprocess.CompletedProcess[bytes]:
+    """`lore` as a script sees it: a child process with pipes for stdin and stdout."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("LORE_VAULT", "FORCE_COLOR")}
+    return subprocess.run(
+        [sys.executable, "-m", "lore_mcp.commands", *argv],
+        input=stdin,
+        capture_output=True,
+        env={**clean, **env},
+        timeout=60,
+        check=False,
+    )
+
+
+# -- arguments and the vault ------------------------------------------------------------
+
+
+def test_help_documents_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    assert "exit status" in out and "LORE_VAULT" in out and "doctor" in out
+    code, out, _ = run(capsys, "doctor", "--help")
+    assert code == 0
+    assert "errors (exit status 1)" in out and "--strict" in out and "orphans" in out
+
+
+def test_no_vault_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "list")
+    assert (code, out) == (2, "")
+    assert "--vault PATH or set LORE_VAULT" in err
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    vault = ("--vault", str(brain_dir))
+    assert run(capsys, *vault, "frobnicate")[0] == 2
+    assert run(capsys, *vault, "read")[0] == 2
+    code, _, err = run(capsys, *vault, "graph", "index", "--depth", "4")
+    assert code == 2 and "between 1 and 3" in err
+    assert run(capsys, *vault, "search", "x", "--limit", "0")[0] == 2
+    assert run(capsys, "index", str(brain_dir), "--vault", str(brain_dir / "concepts"))[0] == 2
+
+
+def test_missing_vault_folder_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run(capsys, "--vault", str(tmp_path / "nope"), "list")
+    assert (code, out) == (1, "")
+    assert "does not exist" in err
+
+
+def test_vault_from_env_or_either_side(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, brain_dir: Path
+) -> None:
+    code, out, _ = run(capsys, "list", "--json", "--vault", str(brain_dir))
+    assert code == 0 and json.loads(out)["total"] == 18
+    monkeypatch.setenv("LORE_VAULT", str(brain_dir))
+    code, out, _ = run(capsys, "--json", "list")
+    assert code == 0 and json.loads(out)["total"] == 18
+
+
+# -- index ----------------------------------------------------------------------------------
+
+
+def test_index_summarises(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    code, out, err = run(capsys, "index", str(brain_dir))
+    assert code == 0
+    assert "pages  18" in out and "placeholders  1" in out and "18 new" in out
+    assert "indexed 18 of 18 changed files" in err  # plain progress: stderr is not a terminal
+    report = run_json(capsys, brain_dir, "index")
+    assert (report["pages"], report["placeholders"], report["unchanged"]) == (18, 1, 18)
+    assert report["links"] > 0 and report["seconds"] >= 0
+
+
+def test_progress_bar_draws_on_a_terminal() -> None:
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=80)
+    with display.progress_bar(console) as report:
+        for done in range(1, 4):
+            report(done, 3)
+    assert "3/3" in screen.getvalue()
+    with display.progress_bar(Console(file=io.StringIO())):
+        pass  # nothing to parse: no bar at all
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+def test_read_prints_markdown_as_is(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    code, out, err = run(capsys, "--vault", str(brain_dir), "read", "Link Resolution")
+    assert code == 0 and err == ""
+    assert out == (brain_dir / "concepts" / "Link Resolution.md").read_text(encoding="utf-8")
+    page = run_json(capsys, brain_dir, "read", "link-resolution")
+    assert page["slug"] == "concepts/link-resolution" and page["content"] == out
+    assert "index" in {ref["slug"] for ref in page["backlinks"]}
+
+
+def test_read_a_placeholder(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    code, out, err = run(capsys, "--vault", str(brain_dir), "read", "roadmap")
+    assert (code, out) == (0, "")
+    assert "placeholder" in err and "open-questions" in err
+
+
+def test_unknown_page_fails_on_stderr(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    code, out, err = run(capsys, "--vault", str(brain_dir), "read", "link-resolutoin")
+    assert (code, out) == (1, "")
+    assert "No page named 'link-resolutoin'" in err and "concepts/link-resolution" in err
+    code, _, err = run(capsys, "--vault", str(brain_dir), "backlinks", "zzzzqqq")
+    assert code == 1 and "`lore titles`" in err and "search_titles" not in err
+
+
+def test_search(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "search", "placeholder")
+    assert code == 0 and "concepts/placeholders" in out and "**" in out
+    found = run_json(capsys, brain_dir, "search", "placeholder", "--limit", "1")
+    assert len(found["hits"]) == 1 and found["query"] == "placeholder"
+    assert run_json(capsys, brain_dir, "search", '"unbalanced NEAR(')["hits"] == []
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "search", "zzzzqqq")
+    assert code == 0 and "No pages match" in out
+
+
+def test_titles(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "titles", "road")
+    assert code == 0 and "roadmap" in out and "(placeholder)" in out
+    found = run_json(capsys, brain_dir, "titles", "slugs", "--limit", "3")
+    assert found["matches"][0]["slug"] == "concepts/slugs" and len(found["matches"]) <= 3
+
+
+def test_backlinks(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "backlinks", "roadmap")
+    assert code == 0 and "Links to roadmap (2)" in out and "open-questions" in out
+    assert "Mentions" not in out
+    found = run_json(capsys, brain_dir, "backlinks", "Roadmap", "--unlinked")
+    assert {b["slug"] for b in found["linked"]} == {"open-questions", "concepts/placeholders"}
+    assert isinstance(found["unlinked"], list)
+
+
+def test_list_pages_and_paging(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    assert run_json(capsys, brain_dir, "list")["total"] == 18
+    every = run_json(capsys, brain_dir, "list", "--placeholders")
+    assert [p["slug"] for p in every["pages"] if p["is_placeholder"]] == ["roadmap"]
+    tools = run_json(capsys, brain_dir, "list", "tools")
+    assert tools["pages"] and all(p["slug"].startswith("tools/") for p in tools["pages"])
+    first = run_json(capsys, brain_dir, "list", "--limit", "5")
+    rest = run_json(capsys, brain_dir, "list", "--offset", "5")
+    assert first["next_offset"] == 5 and rest["next_offset"] is None
+    assert len(first["pages"]) + len(rest["pages"]) == 18
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "list", "--limit", "5")
+    assert code == 0 and "agent-habits" in out and "1-5 of 18; next: --offset 5" in out
+
+
+def test_graph(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    shape = run_json(capsys, brain_dir, "graph")["shape"]
+    assert (shape["pages"], shape["placeholders"]) == (18, 1)
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "graph")
+    assert code == 0 and "18 pages, 1 placeholder" in out and "Most linked" in out
+    near = run_json(capsys, brain_dir, "graph", "roadmap")["neighbourhood"]
+    far = run_json(capsys, brain_dir, "graph", "roadmap", "--depth", "2")["neighbourhood"]
+    assert {n["slug"] for n in near["nodes"]} == {
+        "roadmap",
+        "open-questions",
+        "concepts/placeholders",
+    }
+    assert len(far["nodes"]) > len(near["nodes"])
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "graph", "roadmap")
+    assert code == 0 and "open-questions -> roadmap" in out
+
+
+# -- writing --------------------------------------------------------------------------------
+
+
+def test_save_takes_stdin_byte_for_byte(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, brain_dir: Path
+) -> None:
+    content = "# Note\r\nSee [[Slugs]] and [[Nowhere Yet]].\r\nno final newline"
+    feed_stdin(monkeypatch, content.encode("utf-8"))
+    saved = run_json(capsys, brain_dir, "save", "notes/First Note")
+    assert saved["created"] is True and saved["path"] == "notes/First Note.md"
+    assert saved["placeholders_created"] == ["nowhere-yet"]
+    assert (brain_dir / "notes" / "First Note.md").read_bytes() == content.encode("utf-8")
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "read", "first-note")
+    assert code == 0 and out == content
+
+
+def test_read_then_save_round_trips(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, brain_dir: Path
+) -> None:
+    before = (brain_dir / "Index.md").read_bytes()
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "read", "Index")
+    assert code == 0
+    feed_stdin(monkeypatch, out.encode("utf-8"))
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "save", "Index")
+    assert code == 0 and out.startswith("Unchanged index (Index.md)")
+    assert (brain_dir / "Index.md").read_bytes() == before
+
+
+def test_save_promotes_a_placeholder(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, brain_dir: Path
+) -> None:
+    feed_stdin(monkeypatch, b"# Roadmap\n")
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "save", "roadmap")
+    assert code == 0 and out.startswith("Promoted placeholder roadmap (Roadmap.md)")
+    assert (brain_dir / "Roadmap.md").read_bytes() == b"# Roadmap\n"
+
+
+def test_save_refuses_bad_input(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, brain_dir: Path
+) -> None:
+    feed_stdin(monkeypatch, b"caf\xe9\n")
+    code, out, err = run(capsys, "--vault", str(brain_dir), "save", "Latin One")
+    assert (code, out) == (1, "") and "not valid UTF-8" in err
+    feed_stdin(monkeypatch, b"x")
+    code, _, err = run(capsys, "--vault", str(brain_dir), "save", "../evil")
+    assert code == 1 and "leaves the vault" in err
+    assert not (brain_dir / "Latin One.md").exists() and not (brain_dir.parent / "evil.md").exists()
+
+
+def test_rename_rewrites_links(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    renamed = run_json(capsys, brain_dir, "rename", "Slugs", "Page Names")
+    assert (renamed["old_slug"], renamed["slug"]) == ("concepts/slugs", "concepts/page-names")
+    assert "index" in renamed["rewritten"]
+    assert (brain_dir / "concepts" / "Page Names.md").is_file()
+    assert "[[Page Names]]" in (brain_dir / "Index.md").read_text(encoding="utf-8")
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "rename", "Page Names", "notes/Slugs")
+    assert code == 0 and out.startswith("Renamed concepts/page-names -> notes/slugs")
+    code, _, err = run(
+        capsys, "--vault", str(brain_dir), "rename", "notes/slugs", "concepts/Placeholders"
+    )
+    assert code == 1 and "already exists" in err
+
+
+def test_delete_moves_to_trash(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    deleted = run_json(capsys, brain_dir, "delete", "Getting Started")
+    assert deleted["trash_path"].startswith(".lore/trash/")
+    assert (brain_dir / deleted["trash_path"]).is_file()
+    assert not (brain_dir / "Getting Started.md").exists()
+    code, _, err = run(capsys, "--vault", str(brain_dir), "delete", "Getting Started")
+    assert code == 1 and err.startswith("lore: ")
+
+
+def test_ambiguous_writes_fail_with_candidates(
+    capsys: pytest.CaptureFixture[str], brain_dir: Path
+) -> None:
+    write(brain_dir, "a/Note.md", "one")
+    write(brain_dir, "b/Note.md", "two")
+    code, _, err = run(capsys, "--vault", str(brain_dir), "delete", "note")
+    assert code == 1 and "a/note" in err and "b/note" in err
+    assert (brain_dir / "a" / "Note.md").exists() and (brain_dir / "b" / "Note.md").exists()
+    code, out, err = run(capsys, "--vault", str(brain_dir), "read", "note")
+    assert (code, out) == (0, "one") and "also matches b/note" in err
+
+
+# -- doctor ---------------------------------------------------------------------------------
+
+
+def test_doctor_on_the_sample_vault_warns_only(
+    capsys: pytest.CaptureFixture[str], brain_dir: Path
+) -> None:
+    report = run_json(capsys, brain_dir, "doctor")
+    assert report["errors"] == 0 and report["warnings"] >= 1
+    assert (report["pages"], report["placeholders"]) == (18, 1)
+    [roadmap] = report["unresolved"]
+    sites = {(s["path"], s["line"], s["target"]) for s in roadmap["links"]}
+    assert ("Open Questions.md", 6, "Roadmap") in sites
+    assert ("concepts/Placeholders.md", 24, "Roadmap") in sites
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "doctor")
+    assert code == 0 and "Open Questions.md:6" in out and "0 errors" in out
+    code, _, _ = run(capsys, "--vault", str(brain_dir), "doctor", "--strict")
+    assert code == 1
+
+
+def test_doctor_finds_errors(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    write(brain_dir, "My Page.md", "first [[Index]]")
+    write(brain_dir, "my-page.md", "second")
+    (brain_dir / "bad.md").write_bytes(b"caf\xe9 [[Index]]\n")
+    write(brain_dir, "!!!.md", "no name")
+    write(brain_dir, "a/Note.md", "one")
+    write(brain_dir, "b/Note.md", "two [[Index]]")
+    write(brain_dir, "Linker.md", "see [[Note]] and [[Index]]")
+    write(brain_dir, "Lonely.md", "nobody links here")
+    code, out, err = run(capsys, "--vault", str(brain_dir), "--json", "doctor")
+    assert code == 1
+    report = json.loads(out)
+    assert report["collisions"] == [
+        {"slug": "my-page", "kept": "My Page.md", "shadowed": "my-page.md"}
+    ]
+    assert report["invalid_utf8"] == [{"slug": "bad", "path": "bad.md"}]
+    assert report["unindexed"] == [
+        {"path": "!!!.md", "reason": "the name has no letters or digits"}
+    ]
+    [ambiguous] = report["ambiguous"]
+    assert (ambiguous["path"], ambiguous["line"], ambiguous["target"]) == ("Linker.md", 1, "Note")
+    assert ambiguous["candidates"] == ["a/note", "b/note"] and ambiguous["resolved"] == "a/note"
+    assert {"slug": "lonely", "path": "Lonely.md"} in report["orphans"]
+    assert report["errors"] == 3
+    assert "my-page.md" in err  # the collision is logged as the index pass meets it
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "doctor")
+    assert code == 1
+    assert "error: Slug collisions" in out and "error: Not valid UTF-8" in out
+    assert "warning: Ambiguous links" in out and "Linker.md:1" in out
+    assert "3 errors" in out
+
+
+class ClosedPipe(io.StringIO):
+    """stdout after the reader went away (`lore list | head -1`)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_pipe_ends_quietly(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, brain_dir: Path
+) -> None:
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["--vault", str(brain_dir), "list"]) == 141
+    assert capsys.readouterr().err == ""
+
+
+# -- as a real process ----------------------------------------------------------------------
+
+
+def test_subprocess_round_trip_and_json(brain_dir: Path) -> None:
+    vault = ("--vault", str(brain_dir))
+    indexed = lore("index", str(brain_dir))
+    assert indexed.returncode == 0 and b"pages" in indexed.stdout
+    page = lore(*vault, "read", "Design Rules")
+    assert page.returncode == 0
+    assert page.stdout == (brain_dir / "Design Rules.md").read_bytes()
+    edited = page.stdout.replace(b"# Design Rules", b"# Design Rules\n\nSee [[Roadmap]].", 1)
+    saved = lore(*vault, "--json", "save", "Design Rules", stdin=edited)
+    assert saved.returncode == 0 and json.loads(saved.stdout)["created"] is False
+    assert lore(*vault, "read", "Design Rules").stdout == edited
+    found = lore(*vault, "search", "--json", "placeholder")
+    assert found.returncode == 0 and json.loads(found.stdout)["hits"]
+
+
+def test_subprocess_errors_exit_non_zero(brain_dir: Path, tmp_path: Path) -> None:
+    missing = lore("--vault", str(brain_dir), "read", "no-such-page")
+    assert (missing.returncode, missing.stdout) == (1, b"")
+    assert missing.stderr.startswith(b"lore: No page named") and b"Traceback" not in missing.stderr
+    unset = lore("list")
+    assert unset.returncode == 2 and b"LORE_VAULT" in unset.stderr
+    env_vault = lore("--json", "list", LORE_VAULT=str(brain_dir))
+    assert env_vault.returncode == 0 and json.loads(env_vault.stdout)["total"] == 18
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    write(broken, "A.md", "one")
+    write(broken, "a.md", "two")
+    doctor = lore("--vault", str(broken), "doctor")
+    assert doctor.returncode == 1 and b"Slug collisions" in doctor.stdout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("list",),
+        ("search", "placeholder"),
+        ("backlinks", "roadmap", "--unlinked"),
+        ("graph", "index", "--depth", "2"),
+        ("doctor",),
+    ],
+)
+def test_piped_output_is_plain_text(brain_dir: Path, argv: tuple[str, ...]) -> None:
+    result = lore("--vault", str(brain_dir), *argv, FORCE_COLOR="1", TERM="xterm-256color")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout and b"\x1b" not in result.stdout and b"\x1b" not in result.stderr
+    assert all(line == line.rstrip() for line in result.stdout.decode().splitlines())
+
+
+def test_serve_answers_initialize(brain_dir: Path) -> None:
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+    served = lore(
+        "serve", "--vault", str(brain_dir), "--no-watch", stdin=json.dumps(request).encode() + b"\n"
+    )
+    assert served.returncode == 0, served.stderr
+    reply = json.loads(served.stdout.splitlines()[0])
+    assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "lore-mcp"
+    assert b"watch off" in served.stderr  # --no-watch reached the server, logging at info
