@@ -19,16 +19,22 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from lore_mcp import vault_ops
-from lore_mcp.errors import InvalidArgumentError, LoreError
+from lore_mcp import audit, vault_ops
+from lore_mcp.cli import add_http_arguments, add_serving_arguments, http_options
+from lore_mcp.errors import InvalidArgumentError, LoreError, VaultError
+from lore_mcp.files import MAX_FILE_BYTES, scan_files
 from lore_mcp.index import LinkRow, PageRow
-from lore_mcp.indexing import MAX_FILE_BYTES, Progress, scan_files
+from lore_mcp.indexing import Progress
 from lore_mcp.models import PageView
 from lore_mcp.slugs import Key, slug_from_path
 from lore_mcp.state import AppState
+
+if TYPE_CHECKING:
+    from lore_mcp.http import HttpOptions
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -295,8 +301,16 @@ def build_parser() -> argparse.ArgumentParser:
     command("delete", "move a page to .lore/trash/").add_argument("name")
     p = command("doctor", "check the vault's health", DOCTOR_HELP)
     p.add_argument("--strict", action="store_true", help="warnings count as errors")
-    p = command("serve", "run the MCP server on stdio (same as lore-mcp)")
+    p = command("log", "the audit log: every save, delete and rename, oldest first")
+    p.add_argument(
+        "--since", help="only writes since then: 30m, 1h, 2d, 1w, or an ISO date or time"
+    )
+    p.add_argument("--slug", help="only writes that touched this page")
+    p.add_argument("--limit", type=_bounded(1, 2**31), help="only the last N writes")
+    p = command("serve", "run the MCP server on stdio, or over HTTP with --http (as lore-mcp)")
     p.add_argument("--no-watch", action="store_true", help="do not watch for external edits")
+    add_serving_arguments(p)
+    add_http_arguments(p)
     return parser
 
 
@@ -319,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         if args.command == "serve":
-            return _serve(_vault_path(parser, args), args.log_level or "info", not args.no_watch)
+            return _serve(_vault_path(parser, args), args, http_options(parser, args))
         with _logging_to_stderr(args.log_level or "warning"):
             return _run(parser, args)
     except SystemExit as exc:  # argparse: --help, usage errors
@@ -342,11 +356,13 @@ def _for_people(message: str) -> str:
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     vault = _vault_path(parser, args)
     content = _stdin_text() if args.command == "save" else None
-    if args.command == "index":
+    if args.command == "log":
+        result: BaseModel = _audit_log(vault, args)
+    elif args.command == "index":
         state = vault_ops.open_vault(vault, scan=False)
         try:
             with _progress(always=True) as progress:
-                result: BaseModel = vault_ops.index_vault(state, progress)
+                result = vault_ops.index_vault(state, progress)
         finally:
             state.close()
     else:
@@ -382,20 +398,35 @@ def _call(state: AppState, args: argparse.Namespace, content: str | None) -> Bas
         case "graph":
             return vault_ops.get_graph(state, args.name, args.depth)
         case "save":
-            return vault_ops.save_page(state, args.name, content or "")
+            return vault_ops.save_page(state, args.name, content or "", door="cli")
         case "rename":
-            return vault_ops.rename_page(state, args.name, args.new_name)
+            return vault_ops.rename_page(state, args.name, args.new_name, door="cli")
         case "delete":
-            return vault_ops.delete_page(state, args.name)
+            return vault_ops.delete_page(state, args.name, door="cli")
         case "doctor":
             return diagnose(state)
     raise AssertionError(f"unhandled command {args.command!r}")
 
 
-def _serve(vault: Path, log_level: str, watch: bool) -> int:
+def _audit_log(vault: Path, args: argparse.Namespace) -> audit.AuditLog:
+    """What `lore log` shows; it reads `.lore/audit.jsonl` and leaves the index alone."""
+    if not vault.expanduser().is_dir():
+        raise VaultError(f"The vault folder {str(vault)!r} does not exist or is not a folder.")
+    since = None if args.since is None else audit.parse_since(args.since)
+    return audit.read_log(vault.expanduser(), since, args.slug, args.limit)
+
+
+def _serve(vault: Path, args: argparse.Namespace, http: HttpOptions | None) -> int:
     from lore_mcp.cli import serve
 
-    serve(vault, watch=watch, log_level=log_level.upper())
+    serve(
+        vault,
+        watch=not args.no_watch,
+        log_level=(args.log_level or "info").upper(),
+        http=http,
+        read_only=args.read_only,
+        max_result_chars=args.max_result_chars,
+    )
     return EXIT_OK
 
 

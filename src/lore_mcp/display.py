@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 from rich.text import Text
 
+from lore_mcp.audit import AuditLog, AuditRecord
 from lore_mcp.models import (
     Backlink,
     Backlinks,
@@ -304,6 +305,45 @@ def _renamed(result: RenameResult, console: Console) -> None:
             f"{_plural(len(result.rewritten), 'page')}" + (f": {pages}" if pages else "")
         )
     )
+
+
+@show.register
+def _audit(result: AuditLog, console: Console) -> None:
+    if not result.records:
+        console.print(Text(f"No writes recorded in {result.path}."))
+    else:
+        table = _table("time (UTC)", "door", "tool", "page", "change")
+        for r in result.records:
+            page = (
+                _slug(r.slug)
+                if r.old_slug is None
+                else Text.assemble(_slug(r.old_slug), " -> ", _slug(r.slug))
+            )
+            table.add_row(r.time[:19].replace("T", " "), r.door, r.tool, page, _change(r))
+        console.print(table)
+    if result.skipped:
+        console.print(Text(f"{_plural(result.skipped, 'line')} could not be read", style="yellow"))
+
+
+def _change(record: AuditRecord) -> Text:
+    """What the write did to the file, with short content hashes."""
+
+    def short(digest: str | None) -> str:
+        return digest.rpartition(":")[2][:8] if digest else "none"
+
+    if record.before is None:
+        parts = [f"created {short(record.after)}"]
+    elif record.after is None:
+        parts = [f"deleted {short(record.before)}, now in {record.trash_path or 'nowhere'}"]
+    else:
+        parts = [f"{short(record.before)} -> {short(record.after)}"]
+    if record.rewritten:
+        parts.append(f"links rewritten in {_plural(len(record.rewritten), 'page')}")
+    if record.placeholders_created:
+        parts.append(f"new placeholders: {', '.join(record.placeholders_created)}")
+    if record.placeholders_removed:
+        parts.append(f"placeholders gone: {', '.join(record.placeholders_removed)}")
+    return Text("; ".join(parts))
 
 
 # -- doctor -------------------------------------------------------------------------------

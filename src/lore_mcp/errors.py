@@ -77,3 +77,18 @@ class VaultError(LoreError):
 
 class InvalidArgumentError(LoreError):
     """An argument out of range or of the wrong shape (a query, a depth, content)."""
+
+
+class FileVanishedError(PageNotFoundError):
+    """A page's file disappeared from disk while an operation was using it."""
+
+    def __init__(self, rel_path: str) -> None:
+        self.rel_path = rel_path
+        self.name = rel_path
+        self.suggestions = []
+        LoreError.__init__(
+            self,
+            f"The file {rel_path!r} disappeared from disk while it was being used; the "
+            "index has caught up with that. Nothing else was changed; repeat the call "
+            "if it still makes sense.",
+        )

@@ -54,11 +54,13 @@ class LinkGraph:
             for slug, data in self._g.nodes(data=True)
         ]
 
-    def set_out_edges(self, source: str, targets: Iterable[str]) -> None:
-        """Replace every edge leaving `source`."""
-        if source in self._g:
-            self._g.remove_edges_from(list(self._g.out_edges(source)))
-        self._g.add_edges_from((source, t) for t in targets)
+    def replace_out_edges(self, sources: Iterable[str], edges: Iterable[tuple[str, str]]) -> None:
+        """Drop every edge leaving `sources`, then add `edges` (which leave them)."""
+        old = [
+            edge for source in sources if source in self._g for edge in self._g.out_edges(source)
+        ]
+        self._g.remove_edges_from(old)
+        self._g.add_edges_from(edges)
 
     def add_edges(self, edges: Iterable[tuple[str, str]]) -> None:
         self._g.add_edges_from(edges)

@@ -290,33 +290,53 @@ class Index:
 
     # -- pages -----------------------------------------------------------------------
 
-    def upsert_page(self, row: PageRow, body: str | None = None) -> None:
-        """Insert or replace a page row; `body` (real pages) replaces its FTS text."""
-        cur = self._conn.execute(
+    def upsert_pages(self, pages: Sequence[tuple[PageRow, str | None]]) -> None:
+        """Insert or replace page rows; a body (real pages) replaces the row's FTS text."""
+        if not pages:
+            return
+        self._conn.executemany(
             f"INSERT INTO pages({_PAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(slug) DO UPDATE SET title=excluded.title, path=excluded.path, "
             "size=excluded.size, mtime_ns=excluded.mtime_ns, hash=excluded.hash, "
-            "bad_utf8=excluded.bad_utf8 RETURNING id",
-            (row.slug, row.title, row.path, row.size, row.mtime_ns, row.hash, int(row.bad_utf8)),
+            "bad_utf8=excluded.bad_utf8",
+            [
+                (r.slug, r.title, r.path, r.size, r.mtime_ns, r.hash, int(r.bad_utf8))
+                for r, _ in pages
+            ],
         )
-        page_id = cur.fetchone()[0]
-        self._conn.execute("DELETE FROM fts WHERE rowid = ?", (page_id,))
-        if body is not None:
-            self._conn.execute(
-                "INSERT INTO fts(rowid, title, body) VALUES (?, ?, ?)",
-                (page_id, fts_text(row.title), fts_text(body)),
+        ids = self._ids([row.slug for row, _ in pages])
+        self._conn.executemany(
+            "DELETE FROM fts WHERE rowid = ?", [(ids[row.slug],) for row, _ in pages]
+        )
+        self._conn.executemany(
+            "INSERT INTO fts(rowid, title, body) VALUES (?, ?, ?)",
+            [
+                (ids[row.slug], fts_text(row.title), fts_text(body))
+                for row, body in pages
+                if body is not None
+            ],
+        )
+
+    def _ids(self, slugs: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for chunk in _chunks(slugs):
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                self._conn.execute(
+                    f"SELECT slug, id FROM pages WHERE slug IN ({marks})", tuple(chunk)
+                ).fetchall()
             )
+        return found
 
     def touch_page(self, slug: str, size: int, mtime_ns: int) -> None:
         self._conn.execute(
             "UPDATE pages SET size = ?, mtime_ns = ? WHERE slug = ?", (size, mtime_ns, slug)
         )
 
-    def delete_page(self, slug: str) -> None:
-        row = self._conn.execute("SELECT id FROM pages WHERE slug = ?", (slug,)).fetchone()
-        if row is not None:
-            self._conn.execute("DELETE FROM fts WHERE rowid = ?", (row[0],))
-            self._conn.execute("DELETE FROM pages WHERE id = ?", (row[0],))
+    def delete_pages(self, slugs: Sequence[str]) -> None:
+        ids = [(page_id,) for page_id in self._ids(slugs).values()]
+        self._conn.executemany("DELETE FROM fts WHERE rowid = ?", ids)
+        self._conn.executemany("DELETE FROM pages WHERE id = ?", ids)
 
     def get_page(self, slug: str) -> PageRow | None:
         row = self._conn.execute(
@@ -340,10 +360,6 @@ class Index:
         return [_page(r) for r in self._conn.execute(f"SELECT {_PAGE_COLS} FROM pages")]
 
     # -- links -----------------------------------------------------------------------
-
-    def replace_links(self, source: str, links: Iterable[LinkRow]) -> None:
-        self._conn.execute("DELETE FROM links WHERE source = ?", (source,))
-        self.add_links(links)
 
     def add_links(self, links: Iterable[LinkRow]) -> None:
         self._conn.executemany(
@@ -423,12 +439,18 @@ class Index:
             ]
         return found
 
-    def first_link_to(self, slug: str) -> LinkRow | None:
-        row = self._conn.execute(
-            f"SELECT {_LINK_COLS} FROM links WHERE resolved = ? ORDER BY source, line, id LIMIT 1",
-            (slug,),
-        ).fetchone()
-        return None if row is None else _link(row)
+    def first_targets(self, slugs: Sequence[str]) -> dict[str, str]:
+        """For each slug, the target text of the first link to it (by source, then line)."""
+        found: dict[str, str] = {}
+        for chunk in _chunks(slugs):
+            marks = ",".join("?" * len(chunk))
+            rows = self._conn.execute(
+                f"SELECT resolved, target FROM links WHERE resolved IN ({marks}) "
+                "ORDER BY resolved, source DESC, line DESC, id DESC",
+                tuple(chunk),
+            )
+            found.update(rows.fetchall())  # the last row per slug wins: the first link
+        return found
 
     def count_links(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM links").fetchone()[0])

@@ -9,36 +9,25 @@ processes committed. Callers hold the state's lock.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from lore_mcp import links as linkparse
+from lore_mcp.files import Parsed, inside, read_pages, scan_files
 from lore_mcp.index import LinkRow, PageRow
 from lore_mcp.models import SyncReport
-from lore_mcp.slugs import Key, is_hidden, slug_from_path, suffixes, target_key, title_from_path
+from lore_mcp.slugs import Key, is_hidden, slug_from_path, suffixes, target_key
 from lore_mcp.state import LORE_DIR, AppState
 
 log = logging.getLogger(__name__)
 
 MAX_CONTEXT_CHARS = 240
-MAX_FILE_BYTES = 20 * 1024 * 1024
 
 Progress = Callable[[int, int], None]
-
-
-@dataclass(slots=True)
-class Parsed:
-    """A page file read and parsed, ready to be applied."""
-
-    row: PageRow
-    body: str
-    links: list[linkparse.Link]
 
 
 @dataclass(slots=True)
@@ -47,95 +36,6 @@ class Applied:
 
     created: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
-
-
-def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def decode(data: bytes) -> tuple[str, bool]:
-    """The text of a page file; invalid UTF-8 is replaced and reported, never rewritten."""
-    try:
-        return data.decode("utf-8"), False
-    except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace"), True
-
-
-def parse(rel_path: str, data: bytes, size: int, mtime_ns: int) -> Parsed:
-    text, bad = decode(data)
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    row = PageRow(
-        slug_from_path(rel_path),
-        title_from_path(rel_path),
-        rel_path,
-        size,
-        mtime_ns,
-        content_hash(data),
-        bad,
-    )
-    return Parsed(row, text, linkparse.extract_links(text))
-
-
-def read_page_file(root: Path, rel_path: str) -> Parsed | None:
-    """Read and parse one page file (already known to lie inside the vault); None if it
-    is gone, unreadable or too large."""
-    path = os.path.join(root, rel_path)
-    try:
-        with open(path, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if st.st_size > MAX_FILE_BYTES:
-                log.warning(
-                    "skipping %s: %d bytes is over the %d byte limit",
-                    rel_path,
-                    st.st_size,
-                    MAX_FILE_BYTES,
-                )
-                return None
-            data = handle.read()
-    except OSError as exc:
-        log.warning("skipping %s: %s", rel_path, exc)
-        return None
-    return parse(rel_path, data, st.st_size, st.st_mtime_ns)
-
-
-def inside(root: Path, path: Path) -> bool:
-    """True when `path`, with symlinks followed, stays inside `root` (already resolved)."""
-    try:
-        return path.resolve().is_relative_to(root)
-    except OSError:
-        return False
-
-
-def scan_files(root: Path, under: str = "") -> dict[str, os.stat_result]:
-    """Every page file under the root (or its folder `under`): `.md`, outside
-    dot-folders, not a symlink leading outside the root. Folder symlinks are not
-    followed."""
-    found: dict[str, os.stat_result] = {}
-    real_root = root.resolve()
-    pending = [(os.path.join(root, under) if under else str(root), under)]
-    while pending:
-        folder, rel_folder = pending.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError as exc:
-            log.warning("skipping folder %s: %s", rel_folder or ".", exc)
-            continue
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append((entry.path, rel))
-                elif entry.name.lower().endswith(".md"):
-                    if entry.is_symlink() and not inside(real_root, Path(entry.path)):
-                        log.warning("skipping %s: symlink leads outside the vault", rel)
-                        continue
-                    found[rel] = entry.stat()
-            except OSError as exc:
-                log.warning("skipping %s: %s", rel, exc)
-    return found
 
 
 # -- apply ------------------------------------------------------------------------------
@@ -149,7 +49,7 @@ def _resolve(state: AppState, source: str, key: str, exact: bool) -> tuple[str, 
 def link_rows(state: AppState, parsed: Parsed) -> list[LinkRow]:
     """The page's links that are edges (not same-page, not attachments), resolved."""
     rows: list[LinkRow] = []
-    lines = parsed.body.splitlines()
+    lines = linkparse.source_lines(parsed.body) if parsed.links else []
     source = parsed.row.slug
     for link in parsed.links:
         if link.is_same_page or link.is_attachment:
@@ -184,47 +84,43 @@ def placeholder_title(target: str) -> str:
 def apply(state: AppState, upserts: Iterable[Parsed], removals: Iterable[str]) -> Applied:
     """Put pages into the index and graph and take others out, in one transaction."""
     upserts = list(upserts)
-    removed_slugs = set(removals) - {p.row.slug for p in upserts}
+    upserted = {p.row.slug for p in upserts}
+    removed = set(removals) - upserted
     index, graph = state.index, state.graph
-    candidates: set[str] = set(removed_slugs)
-    touched: set[str] = set()
+    state.generation += 1
+    candidates = set(removed)  # slugs whose placeholder status may change
     with index.write():
-        new_real: set[str] = set(removed_slugs)
-        for slug in removed_slugs:
+        for slug in removed | upserted:
             candidates.update(graph.linked_from(slug))
+        index.delete_pages(sorted(removed))
+        index.delete_links_from(sorted(removed | upserted))
+        appeared_or_gone = set(removed)
+        for slug in removed:
             state.pages.remove(slug)
-            index.delete_page(slug)
-        index.delete_links_from(sorted(removed_slugs))
-        for parsed in upserts:
-            if parsed.row.slug not in state.pages:
-                new_real.add(parsed.row.slug)
-                state.pages.add(parsed.row.slug)
-            state.placeholders.remove(parsed.row.slug)
-        for parsed in upserts:
-            rows = link_rows(state, parsed)
-            candidates.update(graph.linked_from(parsed.row.slug))
-            candidates.update(r.resolved for r in rows)
-            index.upsert_page(parsed.row, parsed.body)
-            index.replace_links(parsed.row.slug, rows)
-            touched.add(parsed.row.slug)
-        touched |= _reresolve(state, new_real, touched | removed_slugs, candidates)
+        for slug in upserted:
+            if slug not in state.pages:
+                appeared_or_gone.add(slug)
+                state.pages.add(slug)
+            state.placeholders.remove(slug)
+        # Only other pages' links are in the table now: resolve those again first.
+        touched = _reresolve(state, appeared_or_gone, candidates)
+        rows = [row for parsed in upserts for row in link_rows(state, parsed)]
+        candidates.update(row.resolved for row in rows)
+        index.upsert_pages([(parsed.row, parsed.body) for parsed in upserts])
+        index.add_links(rows)
         applied = _settle_placeholders(state, candidates)
-        touched |= removed_slugs
+        touched |= removed | upserted
         _update_graph(state, upserts, candidates, applied, touched)
         index.record_changes(sorted(touched | candidates))
     return applied
 
 
-def _reresolve(
-    state: AppState, appeared_or_gone: set[str], skip: set[str], candidates: set[str]
-) -> set[str]:
+def _reresolve(state: AppState, appeared_or_gone: set[str], candidates: set[str]) -> set[str]:
     """Resolve again every link whose target could now mean something else."""
     keys = sorted({k for slug in appeared_or_gone for k in suffixes(slug)})
     updates: list[tuple[int, str, bool]] = []
     sources: set[str] = set()
     for link in state.index.links_with_keys(keys):
-        if link.source in skip:
-            continue
         resolved, ambiguous = _resolve(state, link.source, link.key, link.exact)
         if (resolved, ambiguous) != (link.resolved, link.ambiguous):
             updates.append((link.id, resolved, ambiguous))
@@ -235,25 +131,28 @@ def _reresolve(
 
 
 def _settle_placeholders(state: AppState, candidates: set[str]) -> Applied:
-    """A placeholder exists exactly where links lead and no page is."""
+    """A placeholder exists exactly where links lead and no page is; its title comes
+    from the first link to it (by source slug, then line)."""
     applied = Applied()
-    for slug in sorted(candidates):
-        if slug in state.pages:
-            continue
-        first = state.index.first_link_to(slug)
-        if first is None:
+    missing = sorted(c for c in candidates if c not in state.pages)
+    first_targets = state.index.first_targets(missing)
+    existing = {row.slug: row for row in state.index.get_pages(missing)}
+    rows: list[PageRow] = []
+    for slug in missing:
+        target = first_targets.get(slug)
+        if target is None:
             if slug in state.placeholders:
                 state.placeholders.remove(slug)
-                state.index.delete_page(slug)
                 applied.removed.append(slug)
             continue
-        title = placeholder_title(first.target)
-        existing = state.index.get_page(slug)
-        if existing is None or existing.title != title or not existing.is_placeholder:
-            state.index.upsert_page(PageRow(slug, title, None))
+        row = PageRow(slug, placeholder_title(target), None)
+        if existing.get(slug) != row:
+            rows.append(row)
         if slug not in state.placeholders:
             state.placeholders.add(slug)
             applied.created.append(slug)
+    state.index.delete_pages(applied.removed)
+    state.index.upsert_pages([(row, None) for row in rows])
     return applied
 
 
@@ -271,11 +170,7 @@ def _update_graph(
     maybe = sorted(s for s in affected | set(applied.created) if s in state.placeholders)
     for row in state.index.get_pages(maybe):
         graph.set_node(row.slug, row.title, placeholder=True)
-    targets: dict[str, list[str]] = defaultdict(list)
-    for source, target in state.index.edges(sorted(touched)):
-        targets[source].append(target)
-    for source in touched:
-        graph.set_out_edges(source, targets.get(source, ()))
+    graph.replace_out_edges(touched, state.index.edges(sorted(touched)))
 
 
 # -- whole-vault passes -------------------------------------------------------------------
@@ -315,12 +210,7 @@ def refresh(state: AppState) -> None:
             continue
         (state.placeholders if row.is_placeholder else state.pages).add(slug)
         state.graph.set_node(slug, row.title, row.is_placeholder)
-    targets: dict[str, list[str]] = defaultdict(list)
-    for source, target in state.index.edges(changed):
-        targets[source].append(target)
-    for slug in changed:
-        if slug in state.graph:
-            state.graph.set_out_edges(slug, targets.get(slug, ()))
+    state.graph.replace_out_edges(changed, state.index.edges(changed))
 
 
 def sync(
@@ -353,8 +243,7 @@ def sync(
         else:
             todo.append(rel)
     parsed: list[Parsed] = []
-    for done, rel in enumerate(sorted(todo), 1):
-        page = read_page_file(state.root, rel)
+    for done, (rel, page) in enumerate(read_pages(state.root, sorted(todo)), 1):
         old = indexed.get(rel)
         if page is None:
             removals.add(slug_from_path(rel))

@@ -146,6 +146,7 @@ def _inline_rule(state: StateCore) -> None:
 
 def _build() -> MarkdownIt:
     md = _Parser("commonmark").enable("table")
+    md.disable(["lheading", "reference"])
     # Emphasis and entities never hide or form links: skip their work.
     md.disable(["emphasis", "entity", "balance_pairs", "fragments_join", "text_join"])
     md.disable(["autolink", "html_inline"])  # done by `_opaque_rule`
@@ -215,10 +216,35 @@ def _first_line(token: Token, source: list[str]) -> int:
     return next((n for n in range(start, end) if head in source[n]), start)
 
 
+# What can make text that looks like `[[x]]` something other than a link: code (backticks,
+# `~~~` fences, four spaces or a tab, which indent code also after a list marker or `>`),
+# HTML and autolinks, escapes, link destinations, tables. (Reference definitions are not
+# parsed at all.)
+_NOT_PLAIN = re.compile(r"[`<\\\t]|~~~|\]\(| {4}|\|[ ]*:?-|-:?[ ]*\|")
+
+
+def _plain_links(markdown: str) -> list[Link]:
+    """The links of a page with none of the constructs above. markdown-it would find
+    every `[[...]]` run there, so a scan gives the same list without parsing."""
+    text = _NEWLINE.sub("\n", markdown.replace("\0", "\ufffd"))  # as markdown-it sees it
+    found: list[Link] = []
+    line, counted = 1, 0
+    for match in _LINK.finditer(text):
+        parsed = _parse(match.group(), match.start())
+        if parsed is not None:
+            line += text.count("\n", counted, match.start())
+            counted = match.start()
+            embed = parsed.raw.startswith("!")
+            found.append(Link(parsed.target, parsed.alias, parsed.fragment, embed, line))
+    return found
+
+
 def extract_links(markdown: str) -> list[Link]:
     """Every `[[...]]` and `![[...]]` outside code, in document order."""
     if "[[" not in markdown:
         return []
+    if _NOT_PLAIN.search(markdown) is None:
+        return _plain_links(markdown)
     return [
         Link(p.target, p.alias, p.fragment, p.raw.startswith("!"), block.line(p.offset) + 1)
         for block in _blocks(markdown)
@@ -226,10 +252,15 @@ def extract_links(markdown: str) -> list[Link]:
     ]
 
 
+def is_valid_target(target: str) -> bool:
+    """Whether `target` can stand inside `[[...]]` and mean the same when read back."""
+    return bool(target.strip()) and not _FORBIDDEN_IN_TARGET.intersection(target)
+
+
 def rewrite_links(markdown: str, new_targets: Mapping[int, str]) -> str:
     """Replace the targets of the links numbered as in `extract_links`; nothing else changes."""
     for new in new_targets.values():
-        if not new.strip() or _FORBIDDEN_IN_TARGET.intersection(new):
+        if not is_valid_target(new):
             raise ValueError(f"not a valid link target: {new!r}")
     if not new_targets:
         return markdown
@@ -305,6 +336,11 @@ def find_mentions(markdown: str, phrase: str) -> list[tuple[int, str]]:
         found.update(block.line(m.start()) for m in pattern.finditer(_masked(block.token)))
     text_lines = _NEWLINE.split(markdown)[::2]
     return [(n + 1, text_lines[n]) for n in sorted(found)]
+
+
+def source_lines(markdown: str) -> list[str]:
+    """The lines as links count them: split at LF, CRLF and CR only."""
+    return _NEWLINE.split(markdown)[::2]
 
 
 def line_text(markdown: str, line: int) -> str:

@@ -11,6 +11,18 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 
+class Budgeted(BaseModel):
+    """A tool result that may be shrunk to fit the server's result size limit."""
+
+    truncated: bool = Field(
+        default=False,
+        description="Shrunk to fit the result size limit; the note says how to get the rest",
+    )
+    note: str | None = Field(
+        default=None, description="What was left out to fit the size limit, and how to get it"
+    )
+
+
 class PageRef(BaseModel):
     """A page or placeholder by slug and title."""
 
@@ -28,13 +40,18 @@ class OutgoingLink(BaseModel):
     ambiguous: bool = Field(default=False, description="Several pages matched; one was chosen")
 
 
-class PageView(BaseModel):
+class PageView(Budgeted):
     """A page as read: its Markdown plus where it sits in the link graph."""
 
     slug: str
     title: str
     path: str | None = Field(description="Vault-relative file path; null for a placeholder")
     content: str = Field(description="The page's Markdown; empty for a placeholder")
+    offset: int = Field(default=0, description="Lines skipped: content starts at line offset+1")
+    total_lines: int = Field(default=0, description="Lines in the whole page")
+    next_offset: int | None = Field(
+        default=None, description="Pass as offset to read on; null when content runs to the end"
+    )
     is_placeholder: bool
     backlinks: list[PageRef] = Field(description="Pages that link here")
     links: list[OutgoingLink] = Field(description="Links in this page, in order")
@@ -44,7 +61,7 @@ class PageView(BaseModel):
     )
 
 
-class SaveResult(BaseModel):
+class SaveResult(Budgeted):
     """What a save did."""
 
     slug: str
@@ -58,7 +75,7 @@ class SaveResult(BaseModel):
     placeholders_removed: list[str]
 
 
-class DeleteResult(BaseModel):
+class DeleteResult(Budgeted):
     """What a delete did."""
 
     slug: str
@@ -69,7 +86,7 @@ class DeleteResult(BaseModel):
     placeholders_removed: list[str]
 
 
-class RenameResult(BaseModel):
+class RenameResult(Budgeted):
     """What a rename did."""
 
     old_slug: str
@@ -90,7 +107,7 @@ class PageSummary(BaseModel):
     links_in: int = Field(description="Distinct pages linking here")
 
 
-class PageList(BaseModel):
+class PageList(Budgeted):
     """A page of the sorted listing."""
 
     pages: list[PageSummary]
@@ -104,11 +121,13 @@ class SearchHit(BaseModel):
 
     slug: str
     title: str
-    snippet: str = Field(description="Matching text, matches marked **like this**")
+    snippet: str = Field(
+        description="Matching text, matches marked **like this**; empty when left out to fit"
+    )
     score: float = Field(description="BM25 relevance; higher is better")
 
 
-class SearchResults(BaseModel):
+class SearchResults(Budgeted):
     """Full-text search results, best first."""
 
     query: str
@@ -124,7 +143,7 @@ class TitleMatch(BaseModel):
     match: Literal["exact", "prefix", "substring", "fuzzy"]
 
 
-class TitleMatches(BaseModel):
+class TitleMatches(Budgeted):
     """Title matches: exact first, then prefix, substring and close spellings."""
 
     query: str
@@ -140,7 +159,7 @@ class Backlink(BaseModel):
     text: str = Field(description="The line's text")
 
 
-class Backlinks(BaseModel):
+class Backlinks(Budgeted):
     """Who links to a page, and (optionally) who mentions it without linking."""
 
     slug: str
@@ -190,7 +209,7 @@ class VaultShape(BaseModel):
     unresolved: list[LinkedCount] = Field(description="Placeholders, by how many pages link there")
 
 
-class GraphResult(BaseModel):
+class GraphResult(Budgeted):
     """Either a neighbourhood (when a slug was given) or the vault's shape."""
 
     neighbourhood: Neighbourhood | None = None

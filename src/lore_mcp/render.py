@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from lore_mcp.models import (
     Backlink,
     Backlinks,
+    Budgeted,
     DeleteResult,
     GraphResult,
     LinkedCount,
@@ -48,10 +49,22 @@ def page(view: PageView) -> str:
         lines.append(f"links: {_join(_link(link) for link in view.links)}")
     if view.alternatives:
         lines.append(f"also matches: {_join(view.alternatives)}")
+    if view.offset or view.next_offset is not None:
+        last = view.total_lines if view.next_offset is None else view.next_offset
+        lines.append(f"lines: {view.offset + 1}-{last} of {view.total_lines}")
     lines.append("---")
     if view.is_placeholder:
         lines.append("(empty until save_page writes it)")
     return "\n".join(lines) + "\n" + view.content
+
+
+def noted(text: str, result: Budgeted) -> str:
+    """`text`, then on a line of its own the note on what was left out to fit the size
+    limit, if anything was."""
+    if not result.note:
+        return text
+    newline = "" if text.endswith("\n") else "\n"
+    return f"{text}{newline}[{result.note}]"
 
 
 def _placeholder_lines(created: list[str], removed: list[str]) -> list[str]:
@@ -110,7 +123,10 @@ def hits(result: SearchResults) -> str:
     if not result.hits:
         return f"No page contains {result.query!r}. Try other words, or search_titles."
     lines = [f"{_plural(len(result.hits), 'page')} match {result.query!r}, best first:"]
-    lines += [f"- {hit.slug} ({hit.title}): {hit.snippet}" for hit in result.hits]
+    lines += [
+        f"- {hit.slug} ({hit.title})" + (f": {hit.snippet}" if hit.snippet else "")
+        for hit in result.hits
+    ]
     return "\n".join(lines)
 
 

@@ -19,14 +19,21 @@ from typing import Annotated, Any, TypeVar
 import anyio
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from lore_mcp import __version__, render, vault_ops
-from lore_mcp.errors import LoreError
+from lore_mcp import __version__, budget, render, vault_ops
+from lore_mcp.errors import (
+    InvalidArgumentError,
+    InvalidNameError,
+    LoreError,
+    PageNotFoundError,
+    UnsafePathError,
+)
 from lore_mcp.models import (
     Backlinks,
+    Budgeted,
     DeleteResult,
     GraphResult,
     PageList,
@@ -42,9 +49,16 @@ from lore_mcp.state import MAX_CONTENT_BYTES, AppState
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Budgeted)
 Ctx = Context[AppState, Any]
 
 INTERNAL_ERROR = "Internal error; the server logged the details and is still running."
+PAGE_TEMPLATE = "lore://page/{+slug}"
+READ_ONLY_GUIDE = (
+    "This server is read-only: it cannot save, delete or rename pages. To recall: search "
+    "(full text) or search_titles (names), then read_page; get_graph and get_backlinks "
+    "show how pages connect; list_pages browses by folder."
+)
 GUIDE = (
     "Pages are Markdown files joined by [[wiki links]]. Name a page by slug, title or path "
     "('concepts/link-resolution', 'Link Resolution'); a bare name finds it in any folder. "
@@ -92,6 +106,14 @@ Centre = Annotated[
 ]
 Depth = Annotated[int, Field(ge=1, le=3, description="How many links from the centre (1-3)")]
 Offset = Annotated[int, Field(ge=0, description="Skip this many pages (for paging)")]
+LineOffset = Annotated[
+    int,
+    Field(
+        ge=0,
+        description="Skip this many lines: 0 reads from the top; a result cut to fit the "
+        "size limit gives the offset that reads on (next_offset)",
+    ),
+]
 Query = Annotated[str, Field(min_length=1, max_length=vault_ops.MAX_QUERY_CHARS)]
 
 
@@ -119,26 +141,35 @@ def _state(ctx: Ctx) -> AppState:
     return ctx.request_context.lifespan_context
 
 
-def _result(model: BaseModel, text: str) -> CallToolResult:
-    """Readable text for the model, the model's fields as structured content."""
+def _result(ctx: Ctx, model: R, draw: Callable[[R], str]) -> CallToolResult:
+    """Readable text for the model, the model's fields as structured content; both
+    within the vault's result size limit (an oversized result is shrunk by `budget`)."""
+
+    def text(result: R) -> str:
+        return render.noted(draw(result), result)
+
+    fitted = budget.fit(model, text, _state(ctx).max_result_chars)
     return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=model.model_dump(mode="json"),
+        content=[TextContent(type="text", text=text(fitted))],
+        structured_content=fitted.model_dump(mode="json"),
     )
 
 
 # -- the nine tools -----------------------------------------------------------------------
 
 
-async def read_page(slug: Name, ctx: Ctx) -> Annotated[CallToolResult, PageView]:
+async def read_page(
+    slug: Name, ctx: Ctx, offset: LineOffset = 0
+) -> Annotated[CallToolResult, PageView]:
     """Read one page of the memory vault: its Markdown, the pages that link to it
     (backlinks) and the links it holds.
 
     A placeholder (a page that is linked to but not written yet) reads as empty content
     plus who links to it. An unknown name fails with the closest slugs; an ambiguous one
-    is resolved like a link and the other candidates are listed."""
-    view = await _call(lambda: vault_ops.read_page(_state(ctx), slug))
-    return _result(view, render.page(view))
+    is resolved like a link and the other candidates are listed. A page too long for one
+    result is cut at a heading or line break; call again with the offset it gives."""
+    view = await _call(lambda: vault_ops.read_page(_state(ctx), slug, offset))
+    return _result(ctx, view, render.page)
 
 
 async def save_page(
@@ -150,16 +181,16 @@ async def save_page(
     Links, search index and graph are updated in the same call, so later calls see the
     new state. Overwriting needs a name that matches one page only. To edit, read the
     page first and send the full new content."""
-    saved = await _call(lambda: vault_ops.save_page(_state(ctx), slug, content))
-    return _result(saved, render.saved(saved))
+    saved = await _call(lambda: vault_ops.save_page(_state(ctx), slug, content, door="mcp"))
+    return _result(ctx, saved, render.saved)
 
 
 async def delete_page(slug: Name, ctx: Ctx) -> Annotated[CallToolResult, DeleteResult]:
     """Delete a page. The file is moved to .lore/trash/ in the vault (recoverable by
     hand). If other pages still link to it, it stays on as a placeholder. The name must
     match one page only."""
-    deleted = await _call(lambda: vault_ops.delete_page(_state(ctx), slug))
-    return _result(deleted, render.deleted(deleted))
+    deleted = await _call(lambda: vault_ops.delete_page(_state(ctx), slug, door="mcp"))
+    return _result(ctx, deleted, render.deleted)
 
 
 async def rename_page(
@@ -168,8 +199,8 @@ async def rename_page(
     """Rename or move a page and rewrite every [[link]] that pointed at it, in every
     page (aliases, headings and embeds are kept). Nothing is lost. The name must match
     one page only, and the new name must be free."""
-    renamed = await _call(lambda: vault_ops.rename_page(_state(ctx), slug, new_name))
-    return _result(renamed, render.renamed(renamed))
+    renamed = await _call(lambda: vault_ops.rename_page(_state(ctx), slug, new_name, door="mcp"))
+    return _result(ctx, renamed, render.renamed)
 
 
 async def list_pages(
@@ -186,7 +217,7 @@ async def list_pages(
     listing = await _call(
         lambda: vault_ops.list_pages(_state(ctx), folder, include_placeholders, offset, limit)
     )
-    return _result(listing, render.listing(listing))
+    return _result(ctx, listing, render.listing)
 
 
 async def search(
@@ -198,7 +229,7 @@ async def search(
     the last word matched as a prefix, each hit with a snippet. Works for any script,
     CJK included."""
     results = await _call(lambda: vault_ops.search(_state(ctx), query, limit))
-    return _result(results, render.hits(results))
+    return _result(ctx, results, render.hits)
 
 
 async def search_titles(
@@ -209,7 +240,7 @@ async def search_titles(
     """Find pages by title or slug: exact matches first, then prefixes, substrings and
     close spellings. Use it to learn what a page is called; placeholders are flagged."""
     matches = await _call(lambda: vault_ops.search_titles(_state(ctx), query, limit))
-    return _result(matches, render.title_matches(matches))
+    return _result(ctx, matches, render.title_matches)
 
 
 async def get_backlinks(
@@ -222,7 +253,7 @@ async def get_backlinks(
     """The lines in other pages that link to this page, with line numbers; optionally
     also plain-text mentions of its title that are not links yet."""
     backlinks = await _call(lambda: vault_ops.get_backlinks(_state(ctx), slug, include_unlinked))
-    return _result(backlinks, render.backlinks(backlinks))
+    return _result(ctx, backlinks, render.backlinks)
 
 
 async def get_graph(
@@ -234,7 +265,7 @@ async def get_graph(
     direction) and the links between them. Without: the vault's shape - counts, orphan
     pages, the most linked pages and unresolved link targets."""
     graph = await _call(lambda: vault_ops.get_graph(_state(ctx), slug, depth))
-    return _result(graph, render.graph(graph))
+    return _result(ctx, graph, render.graph)
 
 
 def _hints(
@@ -265,9 +296,24 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
 # -- the server and its lifespan ----------------------------------------------------------
 
 
-def build_server(state: AppState, *, watch: bool = False) -> MCPServer[AppState]:
+def build_server(
+    state: AppState,
+    *,
+    watch: bool = False,
+    max_result_chars: int = budget.DEFAULT_MAX_RESULT_CHARS,
+) -> MCPServer[AppState]:
     """An MCP server over `state`, which it owns from now on: while it serves, the vault
-    is indexed in the background and, with `watch`, watched; at exit the state is closed."""
+    is indexed in the background and, with `watch`, watched; at exit the state is closed.
+
+    Tool results keep to `max_result_chars` characters. A state opened read-only gets
+    no write tools at all. Pages are also resources, `lore://page/{slug}`."""
+    if max_result_chars < budget.MIN_RESULT_CHARS:
+        state.close()
+        raise InvalidArgumentError(
+            f"The result size limit must be at least {budget.MIN_RESULT_CHARS} characters; "
+            f"{max_result_chars} was asked for."
+        )
+    state.max_result_chars = max_result_chars
     server: MCPServer[AppState] = MCPServer(
         "lore-mcp",
         title="lore-mcp",
@@ -276,8 +322,34 @@ def build_server(state: AppState, *, watch: bool = False) -> MCPServer[AppState]
         lifespan=_lifespan(state, watch),
     )
     for fn, hints in TOOLS:
-        server.add_tool(fn, title=hints.title, annotations=hints)
+        if hints.read_only_hint or not state.read_only:
+            server.add_tool(fn, title=hints.title, annotations=hints)
+    server.resource(
+        PAGE_TEMPLATE,
+        name="page",
+        title="A vault page",
+        description="A page's Markdown as it is on disk. The slug may hold folders "
+        "(lore://page/concepts/slugs); a title or a bare name works too.",
+        mime_type="text/markdown",
+    )(_page_reader(state))
     return server
+
+
+def _page_reader(state: AppState) -> Callable[[str], str]:
+    def page(slug: str) -> str:
+        try:
+            view = vault_ops.read_page(state, slug)
+        except (PageNotFoundError, InvalidNameError, UnsafePathError) as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        except LoreError as exc:
+            raise ResourceError(str(exc)) from exc
+        if view.is_placeholder:
+            raise ResourceNotFoundError(
+                f"{view.slug!r} is a placeholder: pages link to it, but it has no file yet."
+            )
+        return view.content
+
+    return page
 
 
 def instructions(state: AppState) -> str:
@@ -289,7 +361,8 @@ def instructions(state: AppState) -> str:
         size = f"{pages} pages at its last index; a refresh is running"
     else:
         size = "being indexed now; the first calls wait for it"
-    return f"This is the memory vault {state.root.name!r} ({size}). {GUIDE}"
+    guide = READ_ONLY_GUIDE if state.read_only else GUIDE
+    return f"This is the memory vault {state.root.name!r} ({size}). {guide}"
 
 
 class _Stopped(Exception):

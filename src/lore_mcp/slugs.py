@@ -19,7 +19,8 @@ from lore_mcp.errors import InvalidNameError, UnsafePathError
 
 MAX_SEGMENT_CHARS = 200
 MAX_NAME_CHARS = 1000
-_FORBIDDEN_FILE_CHARS = frozenset('<>:"|?*')
+# Not portable in file names, or (`[ ] # ^ |`) cannot be written inside a [[link]].
+_FORBIDDEN_FILE_CHARS = frozenset('<>:"|?*[]#^')
 _DASH_RUN = re.compile(r"-{2,}")
 _ASCII_DROPPED = re.compile(r"[^a-z0-9-]+")
 _SEPARATORS = str.maketrans({" ": "-", "_": "-"})
@@ -90,19 +91,17 @@ def target_key(target: str, source_slug: str | None = None) -> Key | None:
     vault root; those are exact. `None` when nothing page-like remains (empty target,
     `..` above the root).
     """
-    text = target.strip().replace("\\", "/")
-    if text.startswith("!"):
-        text = text[1:]
+    text = target.strip().replace("\\", "/").removeprefix("!")
+    relative = source_slug is not None and text.startswith(("./", "../"))
+    return _key(text, parent(source_slug) if relative and source_slug is not None else None)
+
+
+@lru_cache(maxsize=65536)
+def _key(text: str, folder: str | None) -> Key | None:
     if text.lower().endswith(".md"):
         text = text[:-3]
-    exact = False
-    base: list[str] = []
-    if text.startswith("/"):
-        exact = True
-    elif text.startswith(("./", "../")) and source_slug is not None:
-        exact = True
-        base = [p for p in parent(source_slug).split("/") if p]
-    parts = list(base)
+    exact = folder is not None or text.startswith("/")
+    parts = [p for p in (folder or "").split("/") if p]
     for raw in text.split("/"):
         if raw.strip() == "..":
             if not exact or not parts:
@@ -162,7 +161,7 @@ def file_path_for(name: str) -> str:
     """The vault-relative file path a new page named `name` gets: `a/My Page` → `a/My Page.md`.
 
     Segments keep their spelling (so other Markdown tools resolve `[[My Page]]`), minus
-    characters that are not portable in file names.
+    characters that are not portable in file names or cannot appear in a link.
     """
     check_name(name)
     text = name.strip().replace("\\", "/")
@@ -174,6 +173,11 @@ def file_path_for(name: str) -> str:
         seg = seg.strip().rstrip(".")
         if raw.strip() in ("", "."):
             continue
+        if seg.startswith("."):  # "\b.x" or "<.x" once cleaned: a hidden file, never indexed
+            raise UnsafePathError(
+                f"{name!r} would make the hidden file or folder {seg!r}; those are not part "
+                "of the vault. Start the name with a letter or digit."
+            )
         if len(seg) > MAX_SEGMENT_CHARS:
             raise InvalidNameError(
                 f"The segment {seg[:40]!r}… is longer than {MAX_SEGMENT_CHARS} characters."

@@ -14,6 +14,7 @@ from lore_mcp.slugs import SlugIndex
 LORE_DIR = ".lore"
 DB_NAME = "lore.db"
 MAX_CONTENT_BYTES = 1024 * 1024
+MAX_RESULT_CHARS = 40_000
 
 
 class Stoppable(Protocol):
@@ -41,7 +42,9 @@ class AppState:
     observer: Stoppable | None = None
     read_only: bool = False
     max_content_bytes: int = MAX_CONTENT_BYTES
+    max_result_chars: int = MAX_RESULT_CHARS
     data_version: int = 0
+    generation: int = 0  # counts in-memory changes made by `indexing.apply`
 
     @property
     def lore_dir(self) -> Path:

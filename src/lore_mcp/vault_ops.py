@@ -11,22 +11,24 @@ from __future__ import annotations
 import difflib
 import logging
 import os
-import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lore_mcp import indexing
+from lore_mcp import audit, files, indexing
 from lore_mcp import links as linkparse
+from lore_mcp.budget import split_lines
 from lore_mcp.errors import (
     AmbiguousNameError,
     ContentTooLargeError,
+    FileVanishedError,
     InvalidArgumentError,
     LoreError,
     PageExistsError,
     PageNotFoundError,
+    UnsafePathError,
     VaultError,
 )
 from lore_mcp.index import Index
@@ -91,16 +93,41 @@ def open_vault(
     if not root.is_dir():
         raise VaultError(f"The vault folder {str(root)!r} does not exist or is not a folder.")
     root = root.resolve()
-    try:
-        index = Index(root / LORE_DIR / DB_NAME)
-    except OSError as exc:
-        raise VaultError(f"Cannot create the index in {root / LORE_DIR}: {exc}.") from exc
-    state = AppState(root=root, index=index, read_only=read_only)
+    state = AppState(root=root, index=_open_index(root), read_only=read_only)
     with state.lock:
         indexing.load(state)
     if scan:
         index_vault(state, progress)
     return state
+
+
+def _open_index(root: Path) -> Index:
+    """The index in `<vault>/.lore/`; when the vault cannot hold it (no write permission,
+    a read-only mount), in a per-user cache folder instead, so reads still work. Writes
+    then fail on the page files themselves, with the reason."""
+    lore = root / LORE_DIR
+    problem = "the folder is not writable"
+    if os.access(lore if lore.is_dir() else root, os.W_OK):
+        try:
+            return Index(lore / DB_NAME)
+        except OSError as exc:
+            problem = exc.strerror or str(exc)
+    cache = index_cache_dir(root)
+    log.warning("cannot keep the index in %s (%s); keeping it in %s", lore, problem, cache)
+    try:
+        return Index(cache / DB_NAME)
+    except OSError as exc:
+        raise VaultError(
+            f"Cannot create the index in {lore} ({problem}) nor in {cache} "
+            f"({exc.strerror or exc}). Make one of them writable."
+        ) from exc
+
+
+def index_cache_dir(root: Path) -> Path:
+    """Where a vault that cannot hold `.lore/` keeps its index:
+    `$XDG_CACHE_HOME/lore-mcp/<hash of the vault's path>/` (`~/.cache` by default)."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path("~/.cache").expanduser())
+    return base / "lore-mcp" / files.content_hash(os.fsencode(root))
 
 
 def index_vault(state: AppState, progress: indexing.Progress | None = None) -> SyncReport:
@@ -139,7 +166,11 @@ def _reading(state: AppState) -> Iterator[None]:
     state.ready.wait()
     with state.lock:
         indexing.refresh(state)
-        yield
+        try:
+            yield
+        except FileVanishedError as exc:
+            _forget(state, exc.rel_path)
+            raise
 
 
 @contextmanager
@@ -147,9 +178,24 @@ def _writing(state: AppState, check_read_only: bool = True) -> Iterator[None]:
     if check_read_only and state.read_only:
         raise VaultError("The vault is open read-only; it cannot be changed.")
     state.ready.wait()
-    with state.lock, state.index.write():
-        indexing.refresh(state)
-        yield
+    with state.lock:
+        generation = state.generation
+        try:
+            with state.index.write():
+                indexing.refresh(state)
+                yield
+        except BaseException as exc:
+            if state.generation != generation:  # the graph changed with the rolled-back index
+                indexing.load(state)
+            if isinstance(exc, FileVanishedError):
+                _forget(state, exc.rel_path)
+            raise
+
+
+def _forget(state: AppState, rel_path: str) -> None:
+    """Take a file that vanished mid-operation out of the index, in a transaction of its own."""
+    with state.index.write():
+        indexing.sync(state, scope=[rel_path])
 
 
 # -- names --------------------------------------------------------------------------
@@ -212,51 +258,39 @@ def _title(state: AppState, slug: str) -> str:
 # -- files ----------------------------------------------------------------------------
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write via a hidden temp file, fsync, and rename: the old or the new content,
-    never a torn file."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".lore-tmp-", suffix=".md~")
-    except OSError as exc:
-        raise VaultError(f"Cannot write {path.name!r}: {exc.strerror or exc}.") from exc
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
-        Path(tmp).chmod(mode)
-        Path(tmp).replace(path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise VaultError(f"Cannot write {path.name!r}: {exc.strerror or exc}.") from exc
-    _fsync_dir(path.parent)
+def _check_inside(state: AppState, rel: str) -> None:
+    """A new file must land inside the vault, not through a folder symlink leading out."""
+    existing = (state.root / rel).parent
+    while not existing.exists() and existing != state.root:
+        existing = existing.parent
+    if not files.inside(state.root, existing):
+        raise UnsafePathError(
+            f"{rel!r} would be written outside the vault (a folder on its path is a "
+            "symbolic link that leads out). Choose a name in another folder."
+        )
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+def _check_new_file(state: AppState, rel: str) -> None:
+    """A new page's file must land inside the vault and must not replace a file the
+    index does not hold (too large, a symlink leading out, a slug collision)."""
+    _check_inside(state, rel)
+    path = state.root / rel
+    if path.exists() or path.is_symlink():
+        raise VaultError(
+            f"A file already exists at {rel!r} but is not indexed (it is too large, a "
+            "symbolic link leading outside the vault, or shares its slug with another "
+            "file; `lore doctor` says which). It was left as it is; choose another name."
+        )
 
 
 def _read_text(state: AppState, slug: str, rel_path: str) -> str:
     try:
         data = (state.root / rel_path).read_bytes()
     except FileNotFoundError:
-        with state.index.write():
-            indexing.sync(state, scope=[rel_path])
-        raise PageNotFoundError(slug) from None
+        raise FileVanishedError(rel_path) from None
     except OSError as exc:
         raise VaultError(f"Cannot read {rel_path!r}: {exc.strerror or exc}.") from exc
-    text, _ = indexing.decode(data)
+    text, _ = files.decode(data)
     return text.removeprefix("\ufeff")
 
 
@@ -284,20 +318,28 @@ def _page_path(state: AppState, slug: str) -> str:
 # -- CRUD ---------------------------------------------------------------------------
 
 
-def read_page(state: AppState, name: str) -> PageView:
-    """A page's Markdown, its backlinks and its outgoing links. A placeholder reads as
-    empty content plus who links to it."""
+def read_page(state: AppState, name: str, offset: int = 0) -> PageView:
+    """A page's Markdown from line `offset` on (0: all of it), its backlinks and its
+    outgoing links. A placeholder reads as empty content plus who links to it."""
     with _reading(state):
         slug, alternatives = _resolve_read(state, name)
         row = state.index.get_page(slug)
         if row is None:
             raise PageNotFoundError(name)
         content = "" if row.path is None else _read_text(state, slug, row.path)
+        lines = split_lines(content)
+        if offset < 0 or (offset and offset >= len(lines)):
+            raise InvalidArgumentError(
+                f"offset={offset} is past the end: {slug!r} has {len(lines)} lines. "
+                "Read it from offset=0."
+            )
         return PageView(
             slug=slug,
             title=row.title,
             path=row.path,
-            content=content,
+            content="".join(lines[offset:]) if offset else content,
+            offset=offset,
+            total_lines=len(lines),
             is_placeholder=row.is_placeholder,
             backlinks=[
                 PageRef(slug=s, title=_title(state, s)) for s in state.graph.linking_to(slug)
@@ -320,8 +362,9 @@ def _outgoing(state: AppState, slug: str) -> list[OutgoingLink]:
     ]
 
 
-def save_page(state: AppState, name: str, content: str) -> SaveResult:
-    """Create, overwrite or promote the page `name`, then reindex it in the same call."""
+def save_page(state: AppState, name: str, content: str, *, door: str = "api") -> SaveResult:
+    """Create, overwrite or promote the page `name`, then reindex it in the same call.
+    A change is recorded in the audit log as made through `door`."""
     with _writing(state):
         data = _encode_content(state, content)
         slug = _resolve_write(state, name)
@@ -333,6 +376,12 @@ def save_page(state: AppState, name: str, content: str) -> SaveResult:
         else:
             rel = file_path_for(name)
             slug, created = slug_from_path(rel), True
+        if (created or promoted) and (state.root / rel).exists():
+            indexing.sync(state, scope=[rel])  # written outside, not indexed yet?
+            if slug in state.pages:
+                created = promoted = False
+        if created or promoted:
+            _check_new_file(state, rel)
         old = state.index.get_page(slug)
         path = state.root / rel
         applied = indexing.Applied()
@@ -340,13 +389,27 @@ def save_page(state: AppState, name: str, content: str) -> SaveResult:
             old is not None
             and old.path == rel
             and path.is_file()
-            and old.hash == indexing.content_hash(data)
+            and old.hash == files.content_hash(data)
         )
         if not unchanged:
-            atomic_write(path, data)
+            before = audit.file_hash(path)
+            files.atomic_write(path, data)
             st = path.stat()
-            page = indexing.parse(rel, data, st.st_size, st.st_mtime_ns)
+            page = files.parse(rel, data, st.st_size, st.st_mtime_ns)
             applied = indexing.apply(state, [page], [])
+            audit.append(
+                state,
+                audit.AuditRecord(
+                    door=door,
+                    tool="save_page",
+                    slug=slug,
+                    path=rel,
+                    before=before,
+                    after=audit.data_hash(data),
+                    placeholders_created=applied.created,
+                    placeholders_removed=applied.removed,
+                ),
+            )
         return SaveResult(
             slug=slug,
             title=title_from_path(rel),
@@ -364,9 +427,9 @@ def _promotion_path(state: AppState, slug: str) -> str:
     """The file a promoted placeholder gets: named as its first link wrote it."""
     row = state.index.get_page(slug)
     title = row.title if row is not None else slug.rpartition("/")[2]
-    first = state.index.first_link_to(slug)
-    if first is not None and not first.target.lstrip().startswith(("./", "../", "/")):
-        written = first.target.strip().replace("\\", "/")
+    first = state.index.first_targets([slug]).get(slug)
+    if first is not None and not first.lstrip().startswith(("./", "../", "/")):
+        written = first.strip().replace("\\", "/")
         try:
             candidate = file_path_for(written)
             if slug_from_path(candidate) == slug:
@@ -382,9 +445,9 @@ def _promotion_path(state: AppState, slug: str) -> str:
     return file_path_for(f"{folder}/{title}" if folder else title)
 
 
-def delete_page(state: AppState, name: str) -> DeleteResult:
+def delete_page(state: AppState, name: str, *, door: str = "api") -> DeleteResult:
     """Move the page's file to `.lore/trash/` and drop it from index and graph. If other
-    pages still link to it, it stays on as a placeholder."""
+    pages still link to it, it stays on as a placeholder. Recorded in the audit log."""
     with _writing(state):
         slug = _resolve_write(state, name)
         if slug is None:
@@ -395,8 +458,23 @@ def delete_page(state: AppState, name: str) -> DeleteResult:
                 )
             raise PageNotFoundError(name, suggest(state, name_key(name)))
         rel = _page_path(state, slug)
+        before = audit.file_hash(state.root / rel)
         trash = _trash(state, rel)
         applied = indexing.apply(state, [], [slug])
+        audit.append(
+            state,
+            audit.AuditRecord(
+                door=door,
+                tool="delete_page",
+                slug=slug,
+                path=rel,
+                before=before,
+                after=None,
+                trash_path=trash or None,
+                placeholders_created=applied.created,
+                placeholders_removed=applied.removed,
+            ),
+        )
         return DeleteResult(
             slug=slug,
             path=rel,
@@ -421,9 +499,9 @@ def _trash(state: AppState, rel: str) -> str:
     return dest_rel
 
 
-def rename_page(state: AppState, name: str, new_name: str) -> RenameResult:
+def rename_page(state: AppState, name: str, new_name: str, *, door: str = "api") -> RenameResult:
     """Move a page to a new title or `folder/New Title` and rewrite exactly the links
-    that pointed at it, in every page."""
+    that pointed at it, in every page. Recorded in the audit log."""
     with _writing(state):
         old_slug = _resolve_write(state, name)
         if old_slug is None:
@@ -433,22 +511,37 @@ def rename_page(state: AppState, name: str, new_name: str) -> RenameResult:
         new_slug = slug_from_path(new_rel)
         if new_rel == old_rel:
             raise InvalidArgumentError(f"{name!r} is already called {new_name!r}.")
+        _check_inside(state, new_rel)
         if new_slug != old_slug and (new_slug in state.pages or (state.root / new_rel).exists()):
             raise PageExistsError(
                 f"A page named {new_slug!r} already exists. Pick another name, or merge the "
                 "two pages with save_page and delete_page."
             )
         rewrites = _plan_rewrites(state, old_slug, new_slug, new_rel)
+        others = {s: _page_path(state, s) for s in rewrites if s != old_slug}
+        before = audit.hashes(state.root, [old_rel, *others.values()])
         _move(state, old_rel, new_rel)
-        upserts: list[indexing.Parsed] = []
+        upserts: list[files.Parsed] = []
         for source, (text, _) in rewrites.items():
             rel = new_rel if source == old_slug else _page_path(state, source)
-            atomic_write(state.root / rel, text.encode("utf-8"))
+            files.atomic_write(state.root / rel, text.encode("utf-8", "surrogateescape"))
         for rel in {new_rel, *(_page_path(state, s) for s in rewrites if s != old_slug)}:
-            parsed = indexing.read_page_file(state.root, rel)
+            parsed = files.read_page_file(state.root, rel)
             if parsed is not None:
                 upserts.append(parsed)
-        indexing.apply(state, upserts, [old_slug])
+        applied = indexing.apply(state, upserts, [old_slug])
+        audit.append(
+            state,
+            audit.renamed(
+                state.root,
+                door,
+                old=(old_slug, old_rel),
+                new=(new_slug, new_rel),
+                others=others,
+                before=before,
+                placeholders=(applied.created, applied.removed),
+            ),
+        )
         rewritten = sorted(new_slug if s == old_slug else s for s in rewrites)
         return RenameResult(
             old_slug=old_slug,
@@ -475,7 +568,7 @@ def _move(state: AppState, old_rel: str, new_rel: str) -> None:
         (state.root / old_rel).replace(dest)
     except OSError as exc:
         raise VaultError(f"Cannot move {old_rel!r} to {new_rel!r}: {exc.strerror or exc}.") from exc
-    _fsync_dir(dest.parent)
+    files.fsync_dir(dest.parent)
 
 
 def _plan_rewrites(
@@ -507,7 +600,19 @@ def _plan_rewrites(
 
 
 def _parse_source(state: AppState, slug: str) -> tuple[str, list[linkparse.Link]]:
-    text = _read_text(state, slug, _page_path(state, slug))
+    """A page's text for rewriting: bytes that are not UTF-8 (and a BOM) survive the
+    round trip, since only link targets change."""
+    rel = _page_path(state, slug)
+    try:
+        data = (state.root / rel).read_bytes()
+    except FileNotFoundError:
+        raise FileVanishedError(rel) from None
+    except OSError as exc:
+        raise VaultError(
+            f"Cannot read {rel!r} to rewrite its links: {exc.strerror or exc}. Nothing was "
+            "changed; try again once the file is back."
+        ) from exc
+    text = data.decode("utf-8", errors="surrogateescape")
     return text, linkparse.extract_links(text)
 
 
@@ -526,17 +631,18 @@ def _resolve_link(
 def _shortest_target(
     pages: SlugIndex, source: str, new_slug: str, new_rel: str, written: str
 ) -> str:
-    """The shortest `a/b/Title` tail of the new path that resolves to the page alone."""
+    """The shortest `a/b/Title` tail of the new path that resolves to the page alone;
+    the slug itself when every tail holds a character a link target cannot."""
     parts = new_rel.removesuffix(".md").split("/")
     suffix = ".md" if written.strip().lower().endswith(".md") else ""
     for start in range(len(parts) - 1, -1, -1):
         candidate = "/".join(parts[start:])
         key = target_key(candidate, source)
-        if key is not None:
+        if key is not None and linkparse.is_valid_target(candidate):
             res = pages.resolve(key, source)
             if res.slug == new_slug and not res.ambiguous:
                 return candidate + suffix
-    return "/".join(parts) + suffix
+    return new_slug
 
 
 # -- listing and search ---------------------------------------------------------------

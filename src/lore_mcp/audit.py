@@ -1,0 +1,234 @@
+"""The audit log: one JSON line per write, in `<vault>/.lore/audit.jsonl`.
+
+Every save, delete and rename that changes the vault, through any door (the MCP
+server, the `lore` command line, or the Python API), appends one line: when, which
+door and tool, the page(s), the SHA-256 of the content before and after, and the
+placeholders created and removed. It is the record of what an agent wrote. A save
+that changes nothing (same content) is not a write and is not logged; nor are edits
+made outside (an editor, `git pull`) that the watcher applies to the index.
+
+The file is only ever appended to. Each line goes out in one `write` and is fsynced
+before the operation returns. Writers run inside the index's write transaction, which
+is one writer at a time across processes, so lines never interleave. A crash can leave
+at most a torn last line: readers skip it, and the next append starts on a new line.
+A log that cannot be written is reported on stderr, never turned into a failed write:
+the page has already changed by then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from collections import deque
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from lore_mcp.errors import InvalidArgumentError, LoreError
+from lore_mcp.slugs import name_key
+from lore_mcp.state import LORE_DIR, AppState
+
+log = logging.getLogger(__name__)
+
+AUDIT_FILE = "audit.jsonl"
+_RELATIVE = re.compile(r"(\d+)\s*([smhdw])", re.IGNORECASE)
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class PageChange(BaseModel):
+    """Another page a rename rewrote the links of."""
+
+    slug: str
+    path: str
+    before: str | None
+    after: str | None
+
+
+class AuditRecord(BaseModel):
+    """One write, as one line of `.lore/audit.jsonl`."""
+
+    time: str = Field(default_factory=_now, description="UTC, ISO 8601, milliseconds")
+    door: str = Field(description="mcp, cli or api: who asked for the write")
+    tool: str = Field(description="save_page, delete_page or rename_page")
+    pid: int = Field(default_factory=os.getpid, description="The writing process")
+    slug: str = Field(description="The page written (after a rename: its new slug)")
+    path: str = Field(description="Its vault-relative file")
+    old_slug: str | None = Field(default=None, description="rename_page: the slug before")
+    old_path: str | None = Field(default=None, description="rename_page: the file before")
+    before: str | None = Field(description="sha256:… of the file before; null if none")
+    after: str | None = Field(description="sha256:… of the file after; null once deleted")
+    trash_path: str | None = Field(default=None, description="delete_page: where the file went")
+    rewritten: list[PageChange] = Field(
+        default_factory=list, description="rename_page: other pages whose links were rewritten"
+    )
+    placeholders_created: list[str] = Field(default_factory=list)
+    placeholders_removed: list[str] = Field(default_factory=list)
+
+    def slugs(self) -> set[str]:
+        """Every page the write touched."""
+        found = {self.slug, *(page.slug for page in self.rewritten)}
+        return found | {self.old_slug} if self.old_slug else found
+
+
+class AuditLog(BaseModel):
+    """What `lore log` shows: the matching records, oldest first."""
+
+    path: str = Field(description="The log file")
+    records: list[AuditRecord]
+    skipped: int = Field(description="Lines that were not complete records (a torn last line)")
+
+
+# -- writing ----------------------------------------------------------------------------
+
+
+def data_hash(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def file_hash(path: Path) -> str | None:
+    """The hash of a file's bytes; None when there is no such file."""
+    try:
+        return data_hash(path.read_bytes())
+    except OSError:
+        return None
+
+
+def log_path(root: Path) -> Path:
+    return root / LORE_DIR / AUDIT_FILE
+
+
+def append(state: AppState, record: AuditRecord) -> None:
+    """Append `record` as one line and fsync it. Never raises: a failure is logged."""
+    try:
+        _append_line(log_path(state.root), record.model_dump_json().encode("utf-8"))
+    except OSError as exc:
+        log.error("could not write the audit log of %s: %s", state.root, exc)
+
+
+def _append_line(path: Path, line: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = b"\n" + line  # a crash tore the last line: start a new one
+        data = memoryview(line + b"\n")
+        while data:
+            data = data[os.write(fd, data) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def hashes(root: Path, rels: Iterable[str]) -> dict[str, str | None]:
+    """The hash of each vault-relative file."""
+    return {rel: file_hash(root / rel) for rel in rels}
+
+
+def renamed(
+    root: Path,
+    door: str,
+    *,
+    old: tuple[str, str],
+    new: tuple[str, str],
+    others: dict[str, str],
+    before: dict[str, str | None],
+    placeholders: tuple[list[str], list[str]],
+) -> AuditRecord:
+    """The record of a rename from `old` to `new` (slug, path) that rewrote the links
+    in `others` (slug: path); `before` holds the hashes taken before the move, and
+    `placeholders` the placeholders created and removed."""
+    return AuditRecord(
+        door=door,
+        tool="rename_page",
+        slug=new[0],
+        path=new[1],
+        old_slug=old[0],
+        old_path=old[1],
+        before=before.get(old[1]),
+        after=file_hash(root / new[1]),
+        rewritten=[
+            PageChange(slug=s, path=p, before=before.get(p), after=file_hash(root / p))
+            for s, p in sorted(others.items())
+        ],
+        placeholders_created=placeholders[0],
+        placeholders_removed=placeholders[1],
+    )
+
+
+# -- reading ----------------------------------------------------------------------------
+
+
+def read_log(
+    root: Path,
+    since: datetime | None = None,
+    slug: str | None = None,
+    limit: int | None = None,
+) -> AuditLog:
+    """The records of the vault at `root`, oldest first: written at or after `since`,
+    touching the page `slug` (a bare name matches it in any folder), the last `limit`."""
+    path = log_path(root)
+    key = None if slug is None else name_key(slug).path
+    kept: deque[AuditRecord] = deque(maxlen=limit)
+    skipped = 0
+    for record in _records(path):
+        if record is None:
+            skipped += 1
+        elif (since is None or _time(record) >= since) and _touches(record, key):
+            kept.append(record)
+    return AuditLog(path=str(path), records=list(kept), skipped=skipped)
+
+
+def _records(path: Path) -> Iterator[AuditRecord | None]:
+    """Each line's record, or None for a line that is not one."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise LoreError(f"Cannot read the audit log {path}: {exc.strerror or exc}.") from exc
+    with handle:
+        for raw in handle:
+            if raw.strip():
+                try:
+                    yield AuditRecord.model_validate_json(raw)
+                except ValidationError:
+                    yield None
+
+
+def _time(record: AuditRecord) -> datetime:
+    try:
+        return datetime.fromisoformat(record.time)
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
+def _touches(record: AuditRecord, key: str | None) -> bool:
+    """Whether the record touches the page `key`; a bare name matches it in any folder."""
+    return key is None or any(s == key or s.endswith("/" + key) for s in record.slugs())
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """`1h`, `30m`, `2d`, `1w` ago, or an ISO date or time (local time unless it names
+    its offset, `Z` for UTC)."""
+    now = now or datetime.now(UTC)
+    text = text.strip()
+    if (match := _RELATIVE.fullmatch(text)) is not None:
+        unit = _UNITS[match.group(2).lower()]
+        return now - timedelta(**{unit: int(match.group(1))})
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"--since {text!r} is neither a time span (30m, 1h, 2d, 1w) nor an ISO date or "
+            "time (2025-06-01, 2025-06-01T14:30, 2025-06-01T14:30Z)."
+        ) from None
+    return when if when.tzinfo is not None else when.astimezone()

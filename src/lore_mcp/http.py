@@ -1,0 +1,305 @@
+"""The second door: the same MCP server over Streamable HTTP, behind a bearer token.
+
+stdio trusts its parent process, which started the server and owns its pipes. Over HTTP
+anyone who can reach the port could talk to it, so this door trusts only a token: every
+request must carry `Authorization: Bearer <token>`, compared in constant time, or it is
+answered 401 before it reaches the MCP app. There is no open mode, and a non-loopback
+address needs `allow_remote` (and gets a warning in the log). The tools are the ones
+`server.build_server` defines; this module only wraps that server's Starlette app and runs
+it under uvicorn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import signal
+import socket
+import stat
+import threading
+from collections.abc import Generator, Iterable, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from lore_mcp.errors import LoreError
+from lore_mcp.state import MAX_CONTENT_BYTES
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "LORE_MCP_TOKEN"
+MIN_TOKEN_CHARS = 16
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+MCP_PATH = "/mcp"
+# A page is at most 1 MiB of UTF-8; JSON escaping can make its request several times that.
+MAX_BODY_BYTES = 8 * MAX_CONTENT_BYTES
+# How long a stop waits for open streams (a legacy client's GET stream never ends by itself).
+SHUTDOWN_GRACE_SECONDS = 2
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+MAKE_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """Where to listen and the token every request must carry."""
+
+    token: str = field(repr=False)
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    allow_remote: bool = False
+
+    def __post_init__(self) -> None:
+        check_token(self.token, "the server's settings")
+        if not (self.allow_remote or is_loopback(self.host)):
+            raise LoreError(
+                f"{self.host!r} is not a loopback address, so other machines could reach "
+                "the vault. Pass --allow-remote to serve it anyway, or use --host 127.0.0.1."
+            )
+
+
+# -- configuration --------------------------------------------------------------------------
+
+
+def load_token(token_file: Path | None, environ: Mapping[str, str] = os.environ) -> str:
+    """The bearer token: from `token_file` when given, else from $LORE_MCP_TOKEN.
+    Raises `LoreError` when there is none or it is unfit; HTTP never runs without one."""
+    if token_file is not None:
+        return check_token(_read_token_file(token_file), f"the token file {token_file}")
+    raw = environ.get(TOKEN_ENV, "")
+    if not raw.strip():
+        raise LoreError(
+            f"HTTP serving needs a bearer token and none is configured. Set {TOKEN_ENV} or "
+            f"pass --token-file FILE (at least {MIN_TOKEN_CHARS} characters; make one with "
+            f"{MAKE_TOKEN}). There is no open mode."
+        )
+    return check_token(raw.strip(), f"${TOKEN_ENV}")
+
+
+def check_token(token: str, source: str) -> str:
+    """`token` if it is long enough and sendable in a header, else a `LoreError`."""
+    if len(token) < MIN_TOKEN_CHARS:
+        raise LoreError(
+            f"The token from {source} has {len(token)} characters; at least "
+            f"{MIN_TOKEN_CHARS} are needed. Make one with {MAKE_TOKEN}."
+        )
+    if not all("!" <= ch <= "~" for ch in token):
+        raise LoreError(
+            f"The token from {source} holds spaces or non-ASCII characters, which an "
+            f"Authorization header cannot carry. Make one with {MAKE_TOKEN}."
+        )
+    return token
+
+
+def _read_token_file(path: Path) -> str:
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LoreError(f"Cannot read the token file {path}: {exc}.") from None
+    if os.name == "posix" and mode & stat.S_IROTH:
+        raise LoreError(
+            f"The token file {path} is readable by every user; run `chmod 600 {path}` "
+            "and start again."
+        )
+    if not text:
+        raise LoreError(
+            f"The token file {path} is empty; write a token of at least "
+            f"{MIN_TOKEN_CHARS} characters into it ({MAKE_TOKEN})."
+        )
+    return text
+
+
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def announce(host: str, port: int) -> None:
+    """Log where the server listens, and warn when that is beyond this machine."""
+    log.info("listening on %s (bearer token required)", endpoint_url(host, port))
+    if not is_loopback(host):
+        log.warning(
+            "serving on the non-loopback address %s: anyone who can reach it and holds the "
+            "token can read and change the vault, and plain HTTP shows the token to anyone "
+            "on the path; put a TLS proxy in front or use an SSH tunnel",
+            host,
+        )
+
+
+def endpoint_url(host: str, port: int) -> str:
+    return f"http://{_bracketed(host)}:{port}{MCP_PATH}"
+
+
+def _bracketed(host: str) -> str:
+    """An IPv6 address as it appears in a URL or a Host header."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+# -- the bearer check -------------------------------------------------------------------------
+
+
+class BearerAuth:
+    """Pure ASGI middleware: an HTTP request reaches `app` only with the right bearer token.
+
+    Everything else (no header, another scheme, a wrong or malformed token, the header
+    twice) gets 401 with `WWW-Authenticate: Bearer` and never touches the app."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        # Digests of equal length, so the comparison does not even reveal the token's length.
+        self._digest = _digest(check_token(token, "the server's settings").encode("ascii"))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan" or (kind == "http" and self._authorised(scope["headers"])):
+            await self.app(scope, receive, send)
+        elif kind == "http":
+            await self._refuse(scope, send)
+        else:  # a websocket (uvicorn runs with ws="none"): nothing here speaks it
+            await send({"type": "websocket.close", "code": 1008})
+
+    def _authorised(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
+        values = [value for name, value in headers if name == b"authorization"]
+        if len(values) != 1:
+            return False
+        scheme, space, credential = values[0].partition(b" ")
+        if scheme.lower() != b"bearer" or not space:
+            return False
+        return hmac.compare_digest(_digest(credential), self._digest)
+
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        client = scope.get("client") or ("?", 0)
+        log.warning(
+            "refused %s %s from %s: no valid bearer token",
+            scope["method"],
+            scope["path"],
+            client[0],
+        )
+        body = json.dumps(
+            {
+                "error": "invalid_token",
+                "error_description": "This lore-mcp server needs the header "
+                "'Authorization: Bearer <token>' with the token it was started with "
+                f"(${TOKEN_ENV} or --token-file).",
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="lore-mcp"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def _digest(secret: bytes) -> bytes:
+    return hashlib.sha256(secret).digest()
+
+
+# -- the app and the server -------------------------------------------------------------------
+
+
+def http_app(server: MCPServer[Any], token: str, host: str = DEFAULT_HOST) -> ASGIApp:
+    """`server`'s Streamable HTTP app at /mcp, behind the bearer check. Its lifespan runs
+    the server's, so the vault opens and closes with the app."""
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        max_request_body_size=MAX_BODY_BYTES,
+        transport_security=transport_security(host),
+        host=host,
+    )
+    return BearerAuth(app, token)
+
+
+def transport_security(host: str) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding guard (Host and Origin checks) on loopback. On another
+    address the names clients use are unknown, so only the token guards the door."""
+    if not is_loopback(host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = sorted({*LOOPBACK_NAMES, _bracketed(host)})
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*names, *(f"{name}:*" for name in names)],
+        allowed_origins=[f"http://{name}{port}" for name in names for port in ("", ":*")],
+    )
+
+
+def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
+    """Serve `server` over HTTP until SIGINT or SIGTERM, then stop cleanly: open streams
+    get `SHUTDOWN_GRACE_SECONDS`, the server's lifespan closes the vault, and this returns."""
+    sock = _bind(options.host, options.port)
+    app = http_app(server, options.token, options.host)
+    announce(options.host, int(sock.getsockname()[1]))
+    config = uvicorn.Config(
+        app,
+        lifespan="on",
+        ws="none",
+        log_config=None,
+        access_log=False,
+        proxy_headers=False,
+        server_header=False,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+    )
+    anyio.run(partial(_Uvicorn(config).serve, sockets=[sock]))
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A socket bound to `host:port` (port 0: a free one), ready for uvicorn to listen on."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise LoreError(f"Cannot listen on {host!r}: {exc}. Check --host.") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise LoreError(
+            f"Cannot listen on {host}:{port}: {exc.strerror or exc}. Is another server "
+            "using the port? Pick another with --port (0 picks a free one)."
+        ) from None
+    return sock
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server, except that a stop signal only asks for a clean stop: uvicorn
+    re-raises it afterwards (so SIGTERM would kill the process); this returns, exit 0."""
+
+    @contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # only the main thread can take signals; its owner stops the server
+            return
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
