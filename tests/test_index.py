@@ -33,7 +33,7 @@ def test_any_query_is_safe(query: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
         index = Index(Path(folder) / "lore.db")
         with index.write():
-            index.upsert_page(PageRow("a", "Alpha", "a.md"), "some text AND or NOT near 記憶")
+            index.upsert_pages([(PageRow("a", "Alpha", "a.md"), "some text AND or NOT near 記憶")])
         index.search(query, 5)
         index.pages_matching(query, 5)
         index.close()

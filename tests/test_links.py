@@ -7,6 +7,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lore_mcp import links
 from lore_mcp.links import Link, extract_links, find_mentions, line_text, rewrite_links
@@ -435,3 +437,92 @@ def test_line_text() -> None:
     assert line_text("a\n", 2) == ""
     assert line_text("", 1) == ""
     assert line_text("a", -1) == ""
+
+
+# -- the fast path for pages without code, HTML, escapes or tables ----------------------
+
+_PLAIN_PIECES = st.sampled_from(
+    [
+        "[[",
+        "]]",
+        "[",
+        "]",
+        "!",
+        "|",
+        "#",
+        "^",
+        "x",
+        "Page",
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "\r\n",
+        "- ",
+        "> ",
+        "1. ",
+        "# ",
+        "---",
+        "===",
+        "*",
+        "_",
+        "(",
+        ")",
+        ":",
+        "-",
+        ".md",
+        "\x00",
+        "記憶",
+        "\u00a0",
+        "\u3000",
+        "\r",
+        "| a | b |\n",
+        "|---|---|\n",
+        "---|---\n",
+        "| ",
+        " |",
+    ]
+)
+
+
+def _parsed_links(markdown: str) -> list[Link]:
+    """The links markdown-it's tokens give, without the fast path."""
+    return [
+        Link(p.target, p.alias, p.fragment, p.raw.startswith("!"), block.line(p.offset) + 1)
+        for block in links._blocks(markdown)
+        for p in block.links
+    ]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_PLAIN_PIECES, max_size=40).map("".join))
+def test_fast_path_finds_what_markdown_it_finds(markdown: str) -> None:
+    full = _parsed_links(markdown)
+    if links._NOT_PLAIN.search(markdown) is None:
+        assert links._plain_links(markdown) == full
+    assert extract_links(markdown) == full
+
+
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        "| a | b |\n|---|---|\n| [[page|alias]] | x |\n",
+        "| a | b |\n| :-- | --: |\n| [[page|alias]] | x |\n",
+        "text `[[code]]` text",
+        "```\n[[fenced]]\n```\n",
+        "~~~\n[[fenced]]\n~~~\n",
+        "para\n\n    [[indented]]\n",
+        "para\n\n\t[[tab indented]]\n",
+        "-     [[indented in a list item]]\n",
+        ">     [[indented in a quote]]\n",
+        "<div>\n[[html block]]\n</div>\n",
+        "<span title='[[inline html]]'>x</span>",
+        "<http://example.com/[[autolink]]>",
+        "\\[[escaped]]",
+        "[text]([[destination]])",
+    ],
+)
+def test_pages_with_code_or_markup_take_the_full_parse(markdown: str) -> None:
+    assert links._NOT_PLAIN.search(markdown) is not None
+    assert links._plain_links(markdown) != _parsed_links(markdown)
+    assert extract_links(markdown) == _parsed_links(markdown)

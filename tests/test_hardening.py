@@ -1,0 +1,331 @@
+"""Bad input through the real tools (the SDK's in-memory client, both protocol eras):
+every refusal is an isError result with a clear message, and nothing on disk or in the
+index changes. Hostile content that is legal is saved and indexed like any other."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.types import CallToolResult, TextContent
+
+from conftest import write
+from helpers import assert_matches_fresh, snapshot
+from lore_mcp import vault_ops
+from lore_mcp.server import INTERNAL_ERROR, build_server
+from lore_mcp.state import MAX_CONTENT_BYTES, AppState
+
+pytestmark = pytest.mark.anyio
+
+SEED_PAGES = {
+    "Home.md": "Start at [[notes/Alpha]] and [[Beta]].\n",
+    "notes/Alpha.md": "Alpha links [[Home]].\n",
+    "Beta.md": "Beta.\n",
+}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=["legacy", "2026-07-28"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def connect(state: AppState, mode: str) -> Client:
+    server = build_server(state)
+    return Client(server, mode="legacy") if mode == "legacy" else Client(server)
+
+
+def files(root: Path) -> dict[str, bytes]:
+    """Every file under the root but the index: the bytes an agent could lose."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".lore" not in p.relative_to(root).parts
+    }
+
+
+@pytest.fixture
+async def served(vault_dir: Path, mode: str) -> AsyncIterator[tuple[Client, AppState]]:
+    for rel, text in SEED_PAGES.items():
+        write(vault_dir, rel, text)
+    state = vault_ops.open_vault(vault_dir)
+    async with connect(state, mode) as client:
+        yield client, state
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
+    with anyio.fail_after(20):
+        return await client.call_tool(tool, arguments)
+
+
+def text(result: CallToolResult) -> str:
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+async def refused(client: Client, tool: str, **arguments: Any) -> str:
+    """Call a tool that must fail cleanly; its message (never the generic crash one)."""
+    result = await call(client, tool, **arguments)
+    assert result.is_error is True, f"{tool}({arguments!r:.80}) did not fail"
+    message = text(result)
+    assert message.startswith(f"Error executing tool {tool}: ") and INTERNAL_ERROR not in message
+    return message
+
+
+async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await call(client, tool, **arguments)
+    assert result.is_error is False, text(result)
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+# -- bad names ---------------------------------------------------------------------------
+
+TRAVERSAL = "leaves the vault"
+ABSOLUTE = "absolute path"
+HIDDEN = "hidden file or folder"
+NO_LETTERS = "no letters or digits"
+BAD_NAMES: list[tuple[str, str]] = [
+    ("../escape", TRAVERSAL),
+    ("notes/../../escape", TRAVERSAL),
+    ("..", TRAVERSAL),
+    ("..\\escape", TRAVERSAL),
+    ("notes\\..\\..\\escape", TRAVERSAL),
+    ("%2e%2e/escape", TRAVERSAL),
+    ("%2e%2e%2fescape", TRAVERSAL),
+    ("%2E%2E%5Cescape", TRAVERSAL),
+    ("..%2fescape", HIDDEN),
+    ("/etc/passwd", ABSOLUTE),
+    ("\\\\server\\share\\x", ABSOLUTE),
+    ("C:\\Windows\\win.ini", ABSOLUTE),
+    ("c:/x", ABSOLUTE),
+    ("%2fetc%2fpasswd", ABSOLUTE),
+    (".lore/lore", HIDDEN),
+    (".lore/trash/x", HIDDEN),
+    (".git/config", HIDDEN),
+    ("notes/.obsidian/x", HIDDEN),
+    (".hidden", HIDDEN),
+    ("   ", NO_LETTERS),
+    ("!!!", NO_LETTERS),
+    ("?*:<>|", NO_LETTERS),
+    ("---", NO_LETTERS),
+    ("./.", NO_LETTERS),
+    ("a\x00b", "NUL"),
+    ("", "at least 1 character"),
+    ("bad\ud800name", "valid string"),
+    ("\udcff", "valid string"),
+    ("x" * 10_000, "at most 1000 characters"),
+]
+LONG_SEGMENT = "y" * 1000
+
+
+def name_calls(name: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every way a name reaches a tool."""
+    calls = [
+        ("read_page", {"slug": name}),
+        ("save_page", {"slug": name, "content": "x"}),
+        ("delete_page", {"slug": name}),
+        ("rename_page", {"slug": name, "new_name": "Fine Name"}),
+        ("rename_page", {"slug": "Beta", "new_name": name}),
+        ("get_backlinks", {"slug": name}),
+    ]
+    if name.strip():  # a blank centre or folder means "all", not an error
+        calls += [("get_graph", {"slug": name}), ("list_pages", {"folder": name})]
+    return calls
+
+
+@pytest.mark.parametrize(("name", "reason"), BAD_NAMES, ids=lambda v: repr(v)[:30])
+async def test_bad_names_are_refused_everywhere(
+    served: tuple[Client, AppState], name: str, reason: str
+) -> None:
+    client, state = served
+    before, index_before = files(state.root), snapshot(state)
+    for tool, arguments in name_calls(name):
+        message = await refused(client, tool, **arguments)
+        # As a new name, a blank one is "no name" rather than "no letters".
+        blank_new_name = arguments.get("new_name") == name and reason == NO_LETTERS
+        assert reason in message or (blank_new_name and "does not name a page" in message), (
+            f"{tool}: {message}"
+        )
+    assert files(state.root) == before
+    assert snapshot(state) == index_before
+    assert not (state.root.parent / "escape.md").exists()
+    assert_matches_fresh(state)
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        (LONG_SEGMENT, "longer than 200 characters"),
+        ("<.x", HIDDEN),  # a hidden file once the character files cannot hold is gone
+        ("\b.x", HIDDEN),
+        ("notes/<.x/page", HIDDEN),
+    ],
+    ids=repr,
+)
+async def test_names_only_a_write_refuses(
+    served: tuple[Client, AppState], name: str, reason: str
+) -> None:
+    """Reads look such names up (and find nothing); writes cannot make a file of them."""
+    client, state = served
+    before = files(state.root)
+    assert "No page named" in await refused(client, "read_page", slug=name)
+    assert reason in await refused(client, "save_page", slug=name, content="x")
+    assert reason in await refused(client, "rename_page", slug="Beta", new_name=name)
+    assert files(state.root) == before
+    assert_matches_fresh(state)
+
+
+async def test_names_holding_link_syntax(served: tuple[Client, AppState]) -> None:
+    """`[ ] # ^ |` cannot stand in a [[link]], so new file names leave them out."""
+    client, state = served
+    saved = await ok(client, "save_page", slug="C# [draft] ^1", content="x")
+    assert saved["path"] == "C draft 1.md"
+    renamed = await ok(client, "rename_page", slug="Beta", new_name="0[")
+    assert renamed["path"] == "0.md"
+    assert "[[0]]" in (state.root / "Home.md").read_text(encoding="utf-8")
+    assert_matches_fresh(state)
+
+
+async def test_a_name_that_collides(served: tuple[Client, AppState]) -> None:
+    client, state = served
+    await ok(client, "save_page", slug="other/Alpha", content="second alpha\n")
+    before = files(state.root)
+    message = await refused(client, "save_page", slug="alpha", content="which one?")
+    assert "notes/alpha" in message and "other/alpha" in message
+    assert "notes/alpha" in await refused(client, "delete_page", slug="Alpha")
+    message = await refused(client, "rename_page", slug="Home", new_name="notes/Alpha")
+    assert "already exists" in message
+    assert files(state.root) == before
+
+
+# -- bad content ---------------------------------------------------------------------------
+
+
+async def test_content_over_the_limits(served: tuple[Client, AppState]) -> None:
+    client, state = served
+    before = files(state.root)
+    ten_mb = "x" * (10 * 1024 * 1024 + 1)
+    assert "at most 1048576 characters" in await refused(
+        client, "save_page", slug="Beta", content=ten_mb
+    )
+    wide = "é" * (MAX_CONTENT_BYTES - 1)  # under the character bound, 2 MiB of UTF-8
+    message = await refused(client, "save_page", slug="Beta", content=wide)
+    assert f"limit is {MAX_CONTENT_BYTES:,} bytes" in message and "Split it" in message
+    assert "NUL" in await refused(client, "save_page", slug="Beta", content="a\x00b")
+    assert "valid string" in await refused(client, "save_page", slug="Beta", content="a\udc80")
+    assert files(state.root) == before
+
+
+async def test_content_at_the_limits_is_saved(served: tuple[Client, AppState]) -> None:
+    client, state = served
+    ascii_full = "x" * MAX_CONTENT_BYTES
+    wide_full = "é" * (MAX_CONTENT_BYTES // 2)
+    await ok(client, "save_page", slug="Full", content=ascii_full)
+    await ok(client, "save_page", slug="Wide", content=wide_full)
+    assert (state.root / "Full.md").stat().st_size == MAX_CONTENT_BYTES
+    assert (state.root / "Wide.md").read_text(encoding="utf-8") == wide_full
+    assert "at most" in await refused(client, "save_page", slug="Full", content=ascii_full + "x")
+    assert "limit is" in await refused(client, "save_page", slug="Wide", content=wide_full + "é")
+    assert_matches_fresh(state)
+
+
+HOSTILE_CONTENT = [
+    "[[" * 5000 + "deep" + "]]" * 10,
+    "[[[[[[[[nested]]]]]]]] and [[[[ and ]]]] and [[ [[x]] ]]",
+    "I am [[Me]], [[me|myself]], ![[Me]] and [[Me#Top]] and [[#Top]].",
+    "[[" + "z" * 10_000 + "]]",
+    "[[../../../etc/passwd]] [[/etc/passwd]] [[.lore/lore]] [[C:\\x]] [[%2e%2e/x]]",
+    "[[]] [[|]] [[#]] [[^]] [[!]] [[ ]] [[.md]] [[|alias only]]",
+    "```\n[[unclosed fence\n",
+    "\ufeff[[after bom]]\r\n[[crlf]]\r\n\u2028[[line sep]]",
+    'NEAR(a b) AND "unbalanced OR * ^ : ( )',
+]
+
+
+@pytest.mark.parametrize("content", HOSTILE_CONTENT, ids=lambda v: repr(v)[:30])
+async def test_hostile_content_is_saved_and_indexed(
+    served: tuple[Client, AppState], content: str
+) -> None:
+    client, state = served
+    saved = await ok(client, "save_page", slug="Me", content=content)
+    assert (state.root / saved["path"]).read_bytes() == content.encode("utf-8")
+    page = await ok(client, "read_page", slug="Me")
+    assert page["content"] == content.removeprefix("\ufeff")
+    await ok(client, "get_backlinks", slug="Me", include_unlinked=True)
+    await ok(client, "get_graph", slug="Me", depth=3)
+    await ok(client, "get_graph")
+    assert (state.root.parent / "etc").exists() is False
+    assert_matches_fresh(state)
+
+
+async def test_a_page_linking_to_itself(served: tuple[Client, AppState]) -> None:
+    client, state = served
+    await ok(client, "save_page", slug="Me", content=HOSTILE_CONTENT[2])
+    page = await ok(client, "read_page", slug="Me")
+    assert [b["slug"] for b in page["backlinks"]] == ["me"]
+    assert {link["slug"] for link in page["links"]} == {"me"}
+    renamed = await ok(client, "rename_page", slug="Me", new_name="Myself")
+    assert renamed["links_rewritten"] == 4
+    text_after = (state.root / "Myself.md").read_text(encoding="utf-8")
+    assert "[[Myself]]" in text_after and "[[#Top]]" in text_after
+    assert_matches_fresh(state)
+
+
+# -- queries --------------------------------------------------------------------------------
+
+SAFE_QUERIES = [
+    '"unbalanced',
+    'a"b"c"',
+    '""',
+    "NOT",
+    "AND OR NOT",
+    "alpha NOT beta",
+    "NEAR(alpha beta)",
+    "*",
+    "alpha*",
+    "^alpha",
+    "title:alpha",
+    "body:*",
+    "(alpha",
+    ")",
+    "-alpha",
+    "+alpha",
+    "{alpha beta}",
+    "'",
+    "\\",
+    "a\x00b",
+    "\x00",
+    "%",
+    "_",
+    "[[alpha]]",
+    "alpha" * 200,
+    '記憶 OR "記',
+]
+
+
+async def test_queries_never_break_search(served: tuple[Client, AppState]) -> None:
+    client, _ = served
+    for query in SAFE_QUERIES:
+        await ok(client, "search", query=query, limit=5)
+        await ok(client, "search_titles", query=query, limit=5)
+    hits = await ok(client, "search", query='"unbalanced alpha')
+    assert hits["hits"] == []
+    found = await ok(client, "search", query='alpha NOT "beta')
+    assert found["hits"] == []  # NOT is a word here, and no page holds it
+    assert (await ok(client, "search", query="alpha OR"))["hits"] == []
+    hits = (await ok(client, "search", query="(alpha)"))["hits"]
+    assert hits[0]["slug"] == "notes/alpha"
+    assert "at least 1 character" in await refused(client, "search", query="")
+    assert "at most 1000 characters" in await refused(client, "search", query="q" * 1001)
+    assert "at most 1000" in await refused(client, "search_titles", query="q" * 1001)

@@ -1,0 +1,119 @@
+"""Two real `lore-mcp` processes on one vault, the normal shape (one per client session),
+watchers on: each saves hundreds of pages while reading the other's. No write is lost,
+each sees the other's pages at once (well within a second), no error (above all no
+"database is locked") reaches a tool result, and the shared index equals a fresh one."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult, TextContent
+
+from helpers import assert_matches_fresh
+from lore_mcp import vault_ops
+from rawpipe import server_env
+
+pytestmark = pytest.mark.anyio
+
+PAGES = 200
+VISIBLE_WITHIN = 1.0  # seconds
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def text(result: CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+class Session:
+    """One client session on its own server process, with what it saw."""
+
+    def __init__(self, client: Client, me: str) -> None:
+        self.client = client
+        self.me = me
+        self.saved = -1  # the last page this session's server has confirmed
+        self.lags: list[float] = []
+
+    async def ok(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        with anyio.fail_after(30):
+            result = await self.client.call_tool(tool, arguments)
+        assert result.is_error is False, f"{self.me} {tool}: {text(result)}"
+        assert isinstance(result.structured_content, dict)
+        return result.structured_content
+
+    async def sees(self, slug: str) -> None:
+        """Read `slug`, written by the other process, polling for at most a second."""
+        started = time.monotonic()
+        while True:
+            with anyio.fail_after(30):
+                result = await self.client.call_tool("read_page", {"slug": slug})
+            if not result.is_error:
+                break
+            assert "No page named" in text(result), text(result)
+            assert time.monotonic() - started < VISIBLE_WITHIN, f"{self.me} never saw {slug}"
+            await anyio.sleep(0.02)
+        self.lags.append(time.monotonic() - started)
+
+    async def run(self, other: Session) -> None:
+        me, them = self.me, other.me
+        for i in range(PAGES):
+            content = f"{me} page {i}: see [[{them}/page {i}]] and [[{me} hub]].\n"
+            saved = await self.ok("save_page", slug=f"{me}/page {i}", content=content)
+            assert saved["slug"] == f"{me}/page-{i}"
+            self.saved = i
+            if other.saved >= 0:
+                await self.sees(f"{them}/page {other.saved}")
+            if i % 20 == 0:
+                hits = await self.ok("search", query=f"{them} page", limit=5)
+                assert hits["hits"] or other.saved < 0
+                await self.ok("list_pages", folder=them, limit=5)
+
+
+def params(vault: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "lore_mcp", "--vault", str(vault), "--log-level", "WARNING"],
+        env=server_env(),
+    )
+
+
+async def test_two_servers_on_one_vault_lose_nothing(vault_dir: Path) -> None:
+    with anyio.fail_after(120):
+        async with (
+            Client(params(vault_dir), mode="legacy") as first,
+            Client(params(vault_dir)) as second,
+        ):
+            a, b = Session(first, "a"), Session(second, "b")
+            async with anyio.create_task_group() as group:
+                group.start_soon(a.run, b)
+                group.start_soon(b.run, a)
+            # Each reads the other's last page, and both agree on the vault's shape.
+            await a.sees(f"b/page {PAGES - 1}")
+            await b.sees(f"a/page {PAGES - 1}")
+            shapes = [(await s.ok("get_graph"))["shape"] for s in (a, b)]
+            assert shapes[0] == shapes[1]
+            assert shapes[0]["pages"] == 2 * PAGES
+            assert shapes[0]["placeholders"] == 2  # a-hub and b-hub
+    assert len(a.lags) > PAGES // 2 and len(b.lags) > PAGES // 2
+    print(f"cross-process visibility: worst {max(a.lags + b.lags) * 1000:.0f} ms")
+    state = vault_ops.open_vault(vault_dir)
+    try:
+        assert len(state.pages) == 2 * PAGES
+        assert sorted(state.placeholders) == ["a-hub", "b-hub"]
+        page = vault_ops.read_page(state, "a/page 7")
+        assert [link.slug for link in page.links] == ["b/page-7", "a-hub"]
+        assert [ref.slug for ref in page.backlinks] == ["b/page-7"]
+        assert_matches_fresh(state)
+    finally:
+        state.close()

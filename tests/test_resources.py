@@ -1,0 +1,89 @@
+"""Pages as MCP resources: the template `lore://page/{+slug}`, in both protocol eras."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import quote
+
+import anyio
+import pytest
+from mcp import Client, MCPError
+from mcp.types import INVALID_PARAMS, TextResourceContents
+
+from conftest import write
+from lore_mcp import vault_ops
+from lore_mcp.server import PAGE_TEMPLATE, build_server
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=["legacy", "2026-07-28"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(params=[False, True], ids=["read-write", "read-only"])
+async def client(
+    brain_dir: Path, mode: str, request: pytest.FixtureRequest
+) -> AsyncIterator[Client]:
+    write(brain_dir, "Ünïcode Ω.md", "# Ünïcode\r\nnon-Latin: 記憶\n")
+    state = vault_ops.open_vault(brain_dir, scan=False, read_only=request.param)
+    server = build_server(state)
+    async with Client(server, mode="legacy") if mode == "legacy" else Client(server) as c:
+        yield c
+
+
+async def read(client: Client, uri: str) -> TextResourceContents:
+    with anyio.fail_after(10):
+        result = await client.read_resource(uri)
+    assert len(result.contents) == 1
+    content = result.contents[0]
+    assert isinstance(content, TextResourceContents)
+    return content
+
+
+async def missing(client: Client, uri: str) -> str:
+    with anyio.fail_after(10), pytest.raises(MCPError) as caught:
+        await client.read_resource(uri)
+    assert caught.value.code == INVALID_PARAMS
+    return caught.value.message
+
+
+async def test_the_template_is_listed(client: Client) -> None:
+    templates = (await client.list_resource_templates()).resource_templates
+    assert [t.uri_template for t in templates] == [PAGE_TEMPLATE] == ["lore://page/{+slug}"]
+    assert templates[0].mime_type == "text/markdown" and templates[0].description
+
+
+async def test_a_nested_slug_reads_the_file(client: Client, brain_dir: Path) -> None:
+    page = await read(client, "lore://page/concepts/slugs")
+    assert page.mime_type == "text/markdown"
+    assert page.text == (brain_dir / "concepts" / "Slugs.md").read_text(encoding="utf-8")
+    assert str(page.uri) == "lore://page/concepts/slugs"
+
+
+async def test_titles_and_bare_names_work_too(client: Client, brain_dir: Path) -> None:
+    expected = (brain_dir / "concepts" / "Link Resolution.md").read_text(encoding="utf-8")
+    assert (await read(client, "lore://page/Link%20Resolution")).text == expected
+    assert (await read(client, "lore://page/link-resolution")).text == expected
+
+
+async def test_non_latin_slugs(client: Client, brain_dir: Path) -> None:
+    expected = (brain_dir / "Ünïcode Ω.md").read_bytes().decode("utf-8")
+    assert (await read(client, "lore://page/" + quote("ünïcode-ω"))).text == expected
+    assert (await read(client, "lore://page/ünïcode-ω")).text == expected
+
+
+async def test_what_is_not_a_page_is_not_found(client: Client) -> None:
+    assert "No page named 'no-such-page'" in await missing(client, "lore://page/no-such-page")
+    assert "placeholder" in await missing(client, "lore://page/roadmap")
+    await missing(client, "lore://page/../Index")
+    await missing(client, "lore://page/concepts/%2E%2E/%2E%2E/etc/passwd")
+    await missing(client, "lore://page/")
+    await missing(client, "lore://elsewhere/index")
