@@ -19,12 +19,13 @@ def test_fts_query_quotes_every_term() -> None:
     assert fts_query("hello world") == '"hello" "world"*'
     assert fts_query('say "exact phrase" NOT this') == '"say" "exact phrase" "NOT" "this"*'
     assert fts_query("  ***  ") is None
-    assert fts_query("長期記憶") == '"\x1f長\x1f\x1f期\x1f\x1f記\x1f\x1f憶\x1f"*'
+    assert fts_query("長期記憶") == '"\x1f長\x1f期\x1f記\x1f憶\x1f"*'
 
 
 def test_fts_text_splits_only_cjk() -> None:
     assert fts_text("plain text") == "plain text"
     assert fts_text("a記b") == "a\x1f記\x1fb"
+    assert fts_text("記憶 x") == "\x1f記\x1f憶\x1f x"
 
 
 @settings(max_examples=300, deadline=None)

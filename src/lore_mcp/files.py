@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -137,21 +138,21 @@ def _read_chunk(root: str, rel_paths: Sequence[str]) -> list[tuple[str, Parsed |
 
 def read_pages(root: Path, rel_paths: Sequence[str]) -> Iterator[tuple[str, Parsed | None]]:
     """Read and parse many page files, in order; in worker processes when there are
-    many and more than one CPU."""
+    many and more than one CPU. If the workers cannot run, the rest is read here."""
     workers = min(os.cpu_count() or 1, 8)
-    if len(rel_paths) < PARALLEL_MIN_FILES or workers < 2:
-        for rel in rel_paths:
-            yield rel, read_page_file(root, rel)
-        return
-    chunks = [rel_paths[i : i + _CHUNK_FILES] for i in range(0, len(rel_paths), _CHUNK_FILES)]
-    # spawn: the server has threads running, and fork would copy their locks.
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+    done = 0
+    if len(rel_paths) >= PARALLEL_MIN_FILES and workers > 1:
+        chunks = [rel_paths[i : i + _CHUNK_FILES] for i in range(0, len(rel_paths), _CHUNK_FILES)]
         try:
-            for done in pool.map(_read_chunk, [str(root)] * len(chunks), chunks):
-                yield from done
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+            # spawn: the server has threads running, and fork would copy their locks.
+            with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+                for results in pool.map(_read_chunk, [str(root)] * len(chunks), chunks):
+                    yield from results
+                    done += len(results)
+        except (BrokenProcessPool, OSError) as exc:
+            log.warning("reading pages in worker processes failed (%s); reading them here", exc)
+    for rel in rel_paths[done:]:
+        yield rel, read_page_file(root, rel)
 
 
 def _remove_if_stale(entry: os.DirEntry[str]) -> None:

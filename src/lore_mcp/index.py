@@ -67,7 +67,7 @@ _CJK = (
     "\u2e80-\u2fdf\u3005\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf"
     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
 )
-_CJK_CHAR = re.compile(f"([{_CJK}])")
+_CJK_CHAR = re.compile(f"[{_CJK}]+")
 _SEP = "\x1f"
 _QUERY_TERM = re.compile(r'"([^"]*)"|([^\s"]+)')
 _WORD = re.compile(r"\w+")
@@ -75,7 +75,11 @@ _WORD = re.compile(r"\w+")
 
 def fts_text(text: str) -> str:
     """Text as stored in the FTS table: CJK characters split into single tokens."""
-    return _CJK_CHAR.sub(f"{_SEP}\\1{_SEP}", text) if _CJK_CHAR.search(text) else text
+    return _CJK_CHAR.sub(_split_cjk, text) if _CJK_CHAR.search(text) else text
+
+
+def _split_cjk(match: re.Match[str]) -> str:
+    return _SEP + _SEP.join(match.group()) + _SEP
 
 
 def fts_query(user_query: str) -> str | None:
@@ -451,6 +455,12 @@ class Index:
             )
             found.update(rows.fetchall())  # the last row per slug wins: the first link
         return found
+
+    def count_pages(self) -> int:
+        """Real pages (not placeholders) the index holds."""
+        return int(
+            self._conn.execute("SELECT count(*) FROM pages WHERE path IS NOT NULL").fetchone()[0]
+        )
 
     def count_links(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM links").fetchone()[0])

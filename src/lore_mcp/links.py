@@ -340,7 +340,7 @@ def find_mentions(markdown: str, phrase: str) -> list[tuple[int, str]]:
 
 def source_lines(markdown: str) -> list[str]:
     """The lines as links count them: split at LF, CRLF and CR only."""
-    return _NEWLINE.split(markdown)[::2]
+    return _NEWLINE.split(markdown)[::2] if "\r" in markdown else markdown.split("\n")
 
 
 def line_text(markdown: str, line: int) -> str:

@@ -354,7 +354,7 @@ def _page_reader(state: AppState) -> Callable[[str], str]:
 
 def instructions(state: AppState) -> str:
     """Which vault, how many pages (as far as the index already knows), and the tools."""
-    pages = len(state.pages)
+    pages = len(state.pages) if state.ready.is_set() else state.index.count_pages()
     if state.ready.is_set():
         size = f"{pages} pages"
     elif pages:

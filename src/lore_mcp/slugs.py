@@ -248,8 +248,10 @@ class SlugIndex:
             return [key.path]
         if key.exact:
             return []
+        bucket = self._by_last.get(key.path.rpartition("/")[2])
+        if not bucket:
+            return []
         tail = "/" + key.path
-        bucket = self._by_last.get(key.path.rpartition("/")[2], ())
         return sorted(s for s in bucket if s.endswith(tail))
 
     def resolve(self, key: Key, source_slug: str | None = None) -> Resolution:

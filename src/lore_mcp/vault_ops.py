@@ -87,15 +87,15 @@ def open_vault(
     read_only: bool = False,
     progress: indexing.Progress | None = None,
 ) -> AppState:
-    """Open a vault: its index (rebuilt if missing, outdated or corrupt), the graph, and
-    unless `scan` is false, an incremental index pass (see `index_vault`)."""
+    """Open a vault: its index (rebuilt if missing, outdated or corrupt) and, unless
+    `scan` is false, the graph and an incremental index pass (see `index_vault`). With
+    `scan` false that work is left to `index_vault`, which a server runs in the
+    background; operations wait for it."""
     root = Path(root).expanduser()
     if not root.is_dir():
         raise VaultError(f"The vault folder {str(root)!r} does not exist or is not a folder.")
     root = root.resolve()
     state = AppState(root=root, index=_open_index(root), read_only=read_only)
-    with state.lock:
-        indexing.load(state)
     if scan:
         index_vault(state, progress)
     return state
@@ -135,7 +135,7 @@ def index_vault(state: AppState, progress: indexing.Progress | None = None) -> S
     let operations run."""
     try:
         with state.lock, state.index.write():
-            indexing.refresh(state)
+            indexing.load(state)
             report = indexing.sync(state, progress=progress)
     finally:
         state.ready.set()
