@@ -25,16 +25,21 @@ class LinkGraph:
 
     def __init__(self) -> None:
         self._g: nx.DiGraph[str] = nx.DiGraph()
+        self._nodes: tuple[Node, ...] | None = None  # built on demand, dropped on change
+        self._folded: tuple[tuple[str, str], ...] | None = None
 
     def clear(self) -> None:
         self._g.clear()
+        self._nodes = self._folded = None
 
     def set_node(self, slug: str, title: str, placeholder: bool) -> None:
         self._g.add_node(slug, title=title, placeholder=placeholder)
+        self._nodes = self._folded = None
 
     def remove_node(self, slug: str) -> None:
         if slug in self._g:
             self._g.remove_node(slug)
+            self._nodes = self._folded = None
 
     def __contains__(self, slug: object) -> bool:
         return slug in self._g
@@ -48,11 +53,20 @@ class LinkGraph:
         data = self._g.nodes[slug]
         return Node(slug, str(data.get("title", slug)), bool(data.get("placeholder", False)))
 
-    def nodes(self) -> list[Node]:
-        return [
-            Node(slug, str(data.get("title", slug)), bool(data.get("placeholder", False)))
-            for slug, data in self._g.nodes(data=True)
-        ]
+    def nodes(self) -> tuple[Node, ...]:
+        """Every page and placeholder (kept between calls until the nodes change)."""
+        if self._nodes is None:
+            self._nodes = tuple(
+                Node(slug, str(data.get("title", slug)), bool(data.get("placeholder", False)))
+                for slug, data in self._g.nodes(data=True)
+            )
+        return self._nodes
+
+    def folded_titles(self) -> tuple[tuple[str, str], ...]:
+        """(slug, lowercased title) of every node, for title lookups."""
+        if self._folded is None:
+            self._folded = tuple((n.slug, n.title.lower()) for n in self.nodes())
+        return self._folded
 
     def replace_out_edges(self, sources: Iterable[str], edges: Iterable[tuple[str, str]]) -> None:
         """Drop every edge leaving `sources`, then add `edges` (which leave them)."""

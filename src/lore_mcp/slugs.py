@@ -7,9 +7,10 @@ resolved to slugs by the rules here (SPEC §2 and §3).
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -19,6 +20,7 @@ from lore_mcp.errors import InvalidNameError, UnsafePathError
 
 MAX_SEGMENT_CHARS = 200
 MAX_NAME_CHARS = 1000
+CLOSE_POOL = 64  # names per fuzzy lookup that difflib ranks
 # Not portable in file names, or (`[ ] # ^ |`) cannot be written inside a [[link]].
 _FORBIDDEN_FILE_CHARS = frozenset('<>:"|?*[]#^')
 _DASH_RUN = re.compile(r"-{2,}")
@@ -212,26 +214,49 @@ class SlugIndex:
 
     _slugs: set[str] = field(default_factory=set)
     _by_last: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    _by_gram: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
 
     def __init__(self, slugs: Iterable[str] = ()) -> None:
         self._slugs = set()
         self._by_last = defaultdict(set)
+        self._by_gram = defaultdict(set)  # trigram -> last segments holding it
         for slug in slugs:
             self.add(slug)
 
     def add(self, slug: str) -> None:
         self._slugs.add(slug)
-        self._by_last[slug.rpartition("/")[2]].add(slug)
+        last = slug.rpartition("/")[2]
+        bucket = self._by_last[last]
+        if not bucket:
+            for gram in _trigrams(last):
+                self._by_gram[gram].add(last)
+        bucket.add(slug)
 
     def remove(self, slug: str) -> None:
         self._slugs.discard(slug)
-        bucket = self._by_last.get(slug.rpartition("/")[2])
-        if bucket is not None:
+        last = slug.rpartition("/")[2]
+        bucket = self._by_last.get(last)
+        if bucket is not None and slug in bucket:
             bucket.discard(slug)
+            if not bucket:
+                for gram in _trigrams(last):
+                    self._by_gram[gram].discard(last)
+
+    def close_names(self, word: str, count: int) -> list[str]:
+        """Last segments spelled like `word`, closest first: the names sharing the most
+        trigrams with it, ranked by difflib."""
+        tally = Counter(name for gram in _trigrams(word) for name in self._by_gram.get(gram, ()))
+        pool = [name for name, _ in tally.most_common(CLOSE_POOL)]
+        return difflib.get_close_matches(word, pool, n=count, cutoff=0.6)
+
+    def named(self, last: str) -> list[str]:
+        """The slugs whose last segment is `last`, sorted."""
+        return sorted(self._by_last.get(last, ()))
 
     def clear(self) -> None:
         self._slugs.clear()
         self._by_last.clear()
+        self._by_gram.clear()
 
     def __contains__(self, slug: object) -> bool:
         return slug in self._slugs
@@ -263,6 +288,11 @@ class SlugIndex:
             return Resolution(found[0])
         chosen = pick_candidate(found, source_slug)
         return Resolution(chosen, tuple(found))
+
+
+def _trigrams(word: str) -> set[str]:
+    padded = f"  {word} "
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
 
 
 def pick_candidate(candidates: list[str], source_slug: str | None) -> str:

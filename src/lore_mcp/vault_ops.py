@@ -213,18 +213,18 @@ def _lookup(state: AppState, name: str) -> tuple[list[str], bool]:
     raise PageNotFoundError(name, suggest(state, key))
 
 
-def suggest(state: AppState, key: Key, count: int = 5) -> list[str]:
-    """Up to `count` existing slugs spelled like `key`."""
-    wanted = key.path
-    last = wanted.rpartition("/")[2]
-    by_last: dict[str, list[str]] = {}
-    for slug in (*state.pages, *state.placeholders):
-        by_last.setdefault(slug.rpartition("/")[2], []).append(slug)
-    close = difflib.get_close_matches(last, list(by_last), n=count, cutoff=0.6)
-    found = [s for name in close for s in sorted(by_last[name])]
-    found += [s for s in sorted(by_last.get(last, [])) if s not in found]
-    contains = sorted(s for s in state.pages if last and last in s and s not in found)
-    return (found + contains)[:count]
+def suggest(state: AppState, key: Key, count: int = 5, substrings: bool = True) -> list[str]:
+    """Up to `count` existing slugs spelled like `key` (then, with `substrings`, those
+    that contain it)."""
+    last = key.path.rpartition("/")[2]
+    indexes = (state.pages, state.placeholders)
+    names = {name for index in indexes for name in index.close_names(last, count)}
+    close = difflib.get_close_matches(last, sorted(names), n=count, cutoff=0.6)
+    found = [s for name in [last, *close] for index in indexes for s in index.named(name)]
+    found = list(dict.fromkeys(found))
+    if substrings and len(found) < count:
+        found += sorted(s for s in state.pages if last and last in s and s not in found)
+    return found[:count]
 
 
 def _resolve_read(state: AppState, name: str) -> tuple[str, list[str]]:
@@ -710,18 +710,17 @@ def search_titles(state: AppState, query: str, limit: int = 20) -> TitleMatches:
             return TitleMatches(query=query, matches=[])
         ranked: dict[str, tuple[int, str]] = {}
         kinds = ("exact", "prefix", "substring")
-        for node in state.graph.nodes():
-            last = node.slug.rpartition("/")[2]
-            title = node.title.lower()
-            if wanted in (node.slug, last) or text == title:
-                rank = 0
-            elif last.startswith(wanted) or title.startswith(text) or node.slug.startswith(wanted):
-                rank = 1
-            elif wanted in node.slug or text in title:
-                rank = 2
-            else:
+        for slug, title in state.graph.folded_titles():
+            if wanted not in slug and text not in title:
                 continue
-            ranked[node.slug] = (rank, node.slug)
+            last = slug.rpartition("/")[2]
+            if wanted in (slug, last) or text == title:
+                rank = 0
+            elif last.startswith(wanted) or title.startswith(text) or slug.startswith(wanted):
+                rank = 1
+            else:
+                rank = 2
+            ranked[slug] = (rank, slug)
         order = sorted(ranked, key=lambda s: ranked[s])[:limit]
         matches = [_title_match(state, s, kinds[ranked[s][0]]) for s in order]
         if len(matches) < limit:
@@ -739,7 +738,7 @@ def _fuzzy_titles(state: AppState, wanted: str, seen: set[str], count: int) -> l
     key = Key(wanted, False)
     return [
         _title_match(state, s, "fuzzy")
-        for s in suggest(state, key, count + len(seen))
+        for s in suggest(state, key, count + len(seen), substrings=False)
         if s not in seen
     ][:count]
 
