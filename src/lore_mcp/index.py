@@ -21,7 +21,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 30_000
 CHANGELOG_KEEP = 20_000
 _CHUNK = 500
@@ -54,7 +54,7 @@ CREATE INDEX links_key ON links(key);
 CREATE TABLE shadowed(path TEXT PRIMARY KEY, slug TEXT NOT NULL);
 CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, slug TEXT NOT NULL);
 CREATE VIRTUAL TABLE fts USING fts5(
-    title, body, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
+    title, body, tokenize = 'unicode61 remove_diacritics 2'
 );
 """
 
@@ -205,6 +205,7 @@ class Index:
         try:
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
             if version == SCHEMA_VERSION:
+                # Reading every row is what finds a truncated or damaged file early.
                 self._conn.execute("SELECT count(*) FROM pages").fetchone()
                 self._conn.execute("SELECT count(*) FROM fts").fetchone()
             else:
