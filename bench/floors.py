@@ -1,0 +1,82 @@
+"""The floor for comparison: what the same pages cost with nothing but the basics.
+
+Reading every file, inserting every page into a bare SQLite FTS5 table in one
+transaction, writing every page's bytes to a fresh folder, and one atomic write
+(temp file, fsync, rename, fsync of the folder) of a 2 KB page, timed many times.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+
+ENGINE_FTS_OPTIONS = "tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'"
+
+
+def read_all(root: Path, pages: list[str]) -> tuple[float, list[tuple[str, bytes]]]:
+    """Seconds to read every page, and the pages as (relative path, bytes)."""
+    began = time.perf_counter()
+    base = str(root)
+    loaded = []
+    for rel in pages:
+        with open(f"{base}/{rel}", "rb") as handle:
+            loaded.append((rel, handle.read()))
+    return time.perf_counter() - began, loaded
+
+
+def fts5_insert(pages: list[tuple[str, bytes]], options: str = "") -> float:
+    """Seconds to decode and insert every page (title, body) into a new FTS5 table in a
+    temp database, in one transaction, commit included."""
+    with tempfile.TemporaryDirectory(prefix="lore-bench-fts-") as tmp:
+        db = sqlite3.connect(os.path.join(tmp, "floor.db"), isolation_level=None)
+        try:
+            extra = f", {options}" if options else ""
+            db.execute(f"CREATE VIRTUAL TABLE fts USING fts5(title, body{extra})")
+            began = time.perf_counter()
+            db.execute("BEGIN")
+            db.executemany(
+                "INSERT INTO fts(title, body) VALUES (?, ?)",
+                ((Path(rel).stem, data.decode("utf-8")) for rel, data in pages),
+            )
+            db.execute("COMMIT")
+            return time.perf_counter() - began
+        finally:
+            db.close()
+
+
+def plain_write(pages: list[tuple[str, bytes]]) -> float:
+    """Seconds to write every page's bytes under a new temp folder (no fsync), folders
+    created first and not timed."""
+    with tempfile.TemporaryDirectory(prefix="lore-bench-write-") as tmp:
+        for folder in sorted({Path(rel).parent for rel, _ in pages}):
+            (Path(tmp) / folder).mkdir(parents=True, exist_ok=True)
+        began = time.perf_counter()
+        for rel, data in pages:
+            with open(f"{tmp}/{rel}", "wb") as out:
+                out.write(data)
+        return time.perf_counter() - began
+
+
+def atomic_writes_ms(count: int, data: bytes) -> list[float]:
+    """Milliseconds of each of `count` atomic writes of `data` (what one save must do)."""
+    samples = []
+    with tempfile.TemporaryDirectory(prefix="lore-bench-atomic-") as tmp:
+        target = os.path.join(tmp, "page.md")
+        for _ in range(count):
+            began = time.perf_counter()
+            fd, temp = tempfile.mkstemp(dir=tmp, suffix=".tmp")
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            Path(temp).replace(target)
+            folder = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
+            samples.append((time.perf_counter() - began) * 1000)
+    return samples

@@ -1,0 +1,275 @@
+"""Measurements through the real stdio server (the SDK's client) and in process.
+
+`session` spawns `python -m lore_mcp --vault DIR --no-watch` with the SDK's stdio
+transport, times spawn → initialize → first answered `read_page`, optionally runs the
+per-call workload through the same live session, and reads the server's peak RSS
+(`VmHWM`) and CPU time from `/proc`. `raw_calls` repeats the calls through a bare
+JSON-RPC client (no client-side validation), and `in_process` against `vault_ops` in
+this process, so the shares of the client, the protocol and the engine are visible.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import CallToolResult, TextContent
+
+from bench.rawrpc import RawServer, server_command
+from lore_mcp import vault_ops
+from lore_mcp.errors import LoreError
+from lore_mcp.models import SaveResult
+from lore_mcp.state import AppState
+
+Args = dict[str, Any]
+Plan = list[tuple[str, str, list[Args]]]
+PASS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV")
+FIRST_READ_TIMEOUT_S = 1800.0
+CALL_TIMEOUT_S = 120.0
+WARM_UP_CALLS = 3
+TREE_SAMPLE_S = 0.1
+PING = "ping"
+
+
+@dataclass
+class Start:
+    """One server start: seconds from just before spawn to each milestone."""
+
+    initialize_s: float = 0.0
+    first_read_s: float = 0.0
+    start_cpu_s: float = 0.0  # server + reaped workers, user + system, at that answer
+    start_rss_mb: float = 0.0  # the server's peak RSS (VmHWM) then
+    tree_rss_mb: float = 0.0  # peak RSS of the server plus its worker processes, sampled
+    end_cpu_s: float = 0.0  # the same at the end of the session (after the calls, if any)
+    peak_rss_mb: float = 0.0  # the server's VmHWM at the end
+    error: str | None = None
+
+
+@dataclass
+class Timings:
+    """Round trips of one kind of call, in milliseconds."""
+
+    samples_ms: list[float] = field(default_factory=list)
+    errors: int = 0
+    first_error: str | None = None
+
+    def record(self, elapsed_ms: float, problem: str | None = None) -> None:
+        """One call's time, and what went wrong with it, if anything."""
+        self.samples_ms.append(elapsed_ms)
+        if problem is not None:
+            self.errors += 1
+            self.first_error = self.first_error or problem[:300]
+
+
+UNCHANGED = "save_page answered 'unchanged': it did no work, so its time is not a save's"
+
+
+def _problem(tool: str, is_error: bool, text: str, structured: dict[str, Any] | None) -> str | None:
+    """An error result, or a save that did no work (every measured save changes a page)."""
+    if is_error:
+        return text or "isError"
+    if tool == "save_page" and structured is not None and structured.get("unchanged"):
+        return UNCHANGED
+    return None
+
+
+def server_env() -> dict[str, str]:
+    env = {name: os.environ[name] for name in PASS_ENV if name in os.environ}
+    return env | {"PYTHONIOENCODING": "utf-8"}
+
+
+async def session(
+    vault: Path, probe: str, server_log: TextIO, plan: Plan | None = None
+) -> tuple[Start, dict[str, Timings]]:
+    """Start a server on `vault`, read `probe`, run `plan` if given, and stop it."""
+    command = server_command(vault)
+    params = StdioServerParameters(command=command[0], args=command[1:], env=server_env())
+    start, timings = Start(), {}
+    began = time.perf_counter()
+    async with Client(stdio_client(params, errlog=server_log), mode="legacy") as client:
+        start.initialize_s = time.perf_counter() - began
+        pid = server_pid()
+        tree = TreeWatch(pid)
+        async with anyio.create_task_group() as group:
+            group.start_soon(tree.run)
+            with anyio.fail_after(FIRST_READ_TIMEOUT_S):
+                first = await client.call_tool("read_page", {"slug": probe})
+            start.first_read_s = time.perf_counter() - began
+            group.cancel_scope.cancel()
+        start.tree_rss_mb = tree.peak_mb
+        start.start_rss_mb, start.start_cpu_s = peak_rss_mb(pid), cpu_seconds(pid)
+        if first.is_error:
+            start.error = f"read_page({probe!r}) failed: {_text(first)}"
+        elif plan is not None:
+            timings = await _run_plan(client, plan)
+        start.peak_rss_mb, start.end_cpu_s = peak_rss_mb(pid), cpu_seconds(pid)
+    return start, timings
+
+
+async def _run_plan(client: Client, plan: Plan) -> dict[str, Timings]:
+    results: dict[str, Timings] = {}
+    for label, tool, calls in plan:
+        if not tool.startswith("save"):  # warm-up, not measured (writes are not repeated)
+            for args in calls[:WARM_UP_CALLS]:
+                await client.call_tool(tool, args)
+        timings = results[label] = Timings()
+        for args in calls:
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                began = time.perf_counter()
+                result = await client.call_tool(tool, args)
+                elapsed = time.perf_counter() - began
+            problem = _problem(tool, result.is_error, _text(result), result.structured_content)
+            timings.record(elapsed * 1000, problem)
+    return results
+
+
+def _text(result: CallToolResult) -> str:
+    return " ".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+def raw_calls(vault: Path, probe: str, server_log: TextIO, plan: Plan) -> dict[str, Timings]:
+    """The same calls through a bare JSON-RPC client (see `rawrpc`): server plus pipe.
+    `PING` holds as many `ping` round trips: the protocol's own floor."""
+    server = RawServer(server_command(vault), server_env(), server_log)
+    results: dict[str, Timings] = {}
+    try:
+        server.initialize()
+        server.call("read_page", {"slug": probe})  # waits for the index pass
+        pings = results[PING] = Timings()
+        for _ in range(len(plan[0][2]) if plan else 0):
+            began = time.perf_counter()
+            server.request("ping", {})
+            pings.samples_ms.append((time.perf_counter() - began) * 1000)
+        for label, tool, calls in plan:
+            if not tool.startswith("save"):
+                for args in calls[:WARM_UP_CALLS]:
+                    server.call(tool, args)
+            timings = results[label] = Timings()
+            for args in calls:
+                elapsed, result = server.timed_call(tool, args)
+                text = " ".join(str(block.get("text", "")) for block in result.get("content", []))
+                structured = result.get("structuredContent")
+                timings.record(
+                    elapsed, _problem(tool, bool(result.get("isError")), text, structured)
+                )
+    finally:
+        server.close()
+    return results
+
+
+def in_process(vault: Path, plan: Plan) -> tuple[float, dict[str, Timings]]:
+    """Open the vault here (an incremental index pass; seconds returned) and time the
+    same calls straight against `vault_ops`."""
+    began = time.perf_counter()
+    state = vault_ops.open_vault(vault)
+    opened = time.perf_counter() - began
+    results: dict[str, Timings] = {}
+    try:
+        for label, tool, calls in plan:
+            if not tool.startswith("save"):
+                for args in calls[:WARM_UP_CALLS]:
+                    _direct(state, tool, args)
+            timings = results[label] = Timings()
+            for args in calls:
+                began = time.perf_counter()
+                try:
+                    answer = _direct(state, tool, args)
+                except LoreError as exc:
+                    timings.record((time.perf_counter() - began) * 1000, str(exc))
+                    continue
+                elapsed = (time.perf_counter() - began) * 1000
+                unchanged = isinstance(answer, SaveResult) and answer.unchanged
+                timings.record(elapsed, UNCHANGED if unchanged else None)
+    finally:
+        state.close()
+    return opened, results
+
+
+def _direct(state: AppState, tool: str, args: Args) -> object:
+    if tool == "read_page":
+        return vault_ops.read_page(state, args["slug"])
+    if tool == "save_page":
+        return vault_ops.save_page(state, args["slug"], args["content"])
+    if tool == "search":
+        return vault_ops.search(state, args["query"])
+    if tool == "search_titles":
+        return vault_ops.search_titles(state, args["query"])
+    if tool == "get_backlinks":
+        return vault_ops.get_backlinks(state, args["slug"])
+    if tool == "get_graph":
+        return vault_ops.get_graph(state, args["slug"], args["depth"])
+    raise ValueError(f"no in-process form for {tool}")
+
+
+# -- /proc --------------------------------------------------------------------------------
+
+
+def server_pid() -> int:
+    """The lore_mcp process this process spawned (Linux: read from /proc)."""
+    me = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+            cmdline = Path(entry.path, "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rpartition(")")[2].split()[1]) == me and b"lore_mcp" in cmdline:
+            return int(entry.name)
+    raise RuntimeError("cannot find the server process among this process's children")
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set size (VmHWM), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM for process {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time the process and its reaped children have used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+class TreeWatch:
+    """Samples the resident memory of a process and all its descendants (worker
+    processes have their own memory, which the server's VmHWM does not show)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_mb = 0.0
+
+    async def run(self) -> None:
+        while True:
+            self.peak_mb = max(self.peak_mb, tree_rss_mb(self.pid))
+            await anyio.sleep(TREE_SAMPLE_S)
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Current RSS of `pid` and its descendants, in MiB (0 for processes already gone)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                ppid = int(Path(entry.path, "stat").read_text().rpartition(")")[2].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    pages, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        todo += children.get(current, [])
+        try:
+            pages += int(Path(f"/proc/{current}/statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
