@@ -7,6 +7,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import anyio
+from mcp import Client
+from mcp.types import CallToolResult, TextContent
+
 from lore_mcp import vault_ops
 from lore_mcp.state import LORE_DIR, AppState
 
@@ -52,3 +56,34 @@ def assert_matches_fresh(state: AppState) -> None:
     # In-memory slug sets mirror the graph and the index.
     assert live["page_slugs"] == sorted(s for s, _, p in live["nodes"] if not p)
     assert live["placeholder_slugs"] == sorted(s for s, _, p in live["nodes"] if p)
+
+
+CALL_TIMEOUT = 30
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
+    """Call a tool; a hang fails the test instead of stalling the run."""
+    with anyio.fail_after(CALL_TIMEOUT):
+        return await client.call_tool(tool, arguments)
+
+
+def text(result: CallToolResult) -> str:
+    """The text block of a tool result."""
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    """Call a tool that must succeed; its structured content."""
+    result = await call(client, tool, **arguments)
+    assert result.is_error is False, text(result)
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def fails(client: Client, tool: str, **arguments: Any) -> str:
+    """Call a tool that must fail; its error text."""
+    result = await call(client, tool, **arguments)
+    assert result.is_error is True, f"{tool} did not fail"
+    return text(result)

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 
 from conftest import write
+from helpers import text
 from lore_mcp import budget, cli, render, vault_ops
 from lore_mcp.errors import InvalidArgumentError
 from lore_mcp.links import extract_links
@@ -83,12 +84,6 @@ async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
         result = await client.call_tool(tool, arguments)
     assert result.is_error is False, text(result)
     return result
-
-
-def text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
 
 
 def data(result: CallToolResult) -> dict[str, Any]:

@@ -13,15 +13,13 @@ import shutil
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
 
 from conftest import write
-from helpers import assert_matches_fresh
+from helpers import assert_matches_fresh, ok
+from helpers import fails as refused
 from lore_mcp import vault_ops
 from lore_mcp.errors import LoreError, PageNotFoundError
 from lore_mcp.files import MAX_FILE_BYTES
@@ -51,30 +49,6 @@ def files(root: Path) -> dict[str, bytes]:
         elif path.is_file():
             found[rel.as_posix()] = path.read_bytes()
     return found
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
-    with anyio.fail_after(20):
-        return await client.call_tool(tool, arguments)
-
-
-def text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await call(client, tool, **arguments)
-    assert result.is_error is False, text(result)
-    assert isinstance(result.structured_content, dict)
-    return result.structured_content
-
-
-async def refused(client: Client, tool: str, **arguments: Any) -> str:
-    result = await call(client, tool, **arguments)
-    assert result.is_error is True, f"{tool} did not fail"
-    return text(result)
 
 
 @pytest.fixture

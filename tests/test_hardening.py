@@ -8,13 +8,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
 
 from conftest import write
-from helpers import assert_matches_fresh, snapshot
+from helpers import assert_matches_fresh, call, ok, snapshot, text
 from lore_mcp import vault_ops
 from lore_mcp.server import INTERNAL_ERROR, build_server
 from lore_mcp.state import MAX_CONTENT_BYTES, AppState
@@ -54,23 +52,11 @@ def files(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 async def served(vault_dir: Path, mode: str) -> AsyncIterator[tuple[Client, AppState]]:
-    for rel, text in SEED_PAGES.items():
-        write(vault_dir, rel, text)
+    for rel, body in SEED_PAGES.items():
+        write(vault_dir, rel, body)
     state = vault_ops.open_vault(vault_dir)
     async with connect(state, mode) as client:
         yield client, state
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
-    with anyio.fail_after(20):
-        return await client.call_tool(tool, arguments)
-
-
-def text(result: CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
 
 
 async def refused(client: Client, tool: str, **arguments: Any) -> str:
@@ -80,13 +66,6 @@ async def refused(client: Client, tool: str, **arguments: Any) -> str:
     message = text(result)
     assert message.startswith(f"Error executing tool {tool}: ") and INTERNAL_ERROR not in message
     return message
-
-
-async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await call(client, tool, **arguments)
-    assert result.is_error is False, text(result)
-    assert isinstance(result.structured_content, dict)
-    return result.structured_content
 
 
 # -- bad names ---------------------------------------------------------------------------

@@ -23,10 +23,10 @@ import httpx2
 import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 from starlette.types import Receive, Scope, Send
 
-from helpers import assert_matches_fresh
+from helpers import assert_matches_fresh, text
 from lore_mcp import vault_ops
 from lore_mcp.errors import LoreError
 from lore_mcp.http import (
@@ -159,12 +159,6 @@ async def hits(client: Client, query: str) -> list[str]:
     found = await call(client, "search", query=query)
     assert found.structured_content is not None
     return [hit["slug"] for hit in found.structured_content["hits"]]
-
-
-def text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
 
 
 def token_file(folder: Path, token: str = TOKEN, mode: int = 0o600) -> Path:

@@ -13,9 +13,8 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult, TextContent
 
-from helpers import assert_matches_fresh
+from helpers import assert_matches_fresh, text
 from lore_mcp import vault_ops
 from rawpipe import server_env
 
@@ -28,12 +27,6 @@ VISIBLE_WITHIN = 1.0  # seconds
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
 
 
 class Session:

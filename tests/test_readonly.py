@@ -10,9 +10,9 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult, TextContent
 
 from conftest import write
+from helpers import call, text
 from lore_mcp import vault_ops
 from lore_mcp.commands import build_parser
 from lore_mcp.errors import VaultError
@@ -44,17 +44,6 @@ def files(root: Path) -> dict[str, tuple[bytes, int]]:
             continue
         found[rel] = (path.read_bytes() if path.is_file() else b"", path.stat().st_mtime_ns)
     return found
-
-
-def text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
-    with anyio.fail_after(15):
-        return await client.call_tool(tool, arguments)
 
 
 async def hits(client: Client, query: str) -> list[Any]:

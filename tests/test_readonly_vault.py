@@ -17,14 +17,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult, TextContent
 
 from conftest import BRAIN
+from helpers import call, text
 from lore_mcp import vault_ops
 from lore_mcp.state import DB_NAME, LORE_DIR
 from rawpipe import server_env
@@ -96,17 +95,6 @@ def files(root: Path) -> dict[str, bytes]:
         for p in sorted(root.rglob("*"))
         if p.is_file()
     }
-
-
-def text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
-    with anyio.fail_after(20):
-        return await client.call_tool(tool, arguments)
 
 
 async def test_read_only_vault_serves_reads_and_refuses_writes(

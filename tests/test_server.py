@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
 
 from conftest import write
-from helpers import assert_matches_fresh
+from helpers import assert_matches_fresh, call, fails, ok, text
 from lore_mcp import vault_ops
 from lore_mcp.server import INTERNAL_ERROR, build_server, instructions
 from lore_mcp.state import AppState
@@ -54,33 +52,6 @@ async def client(brain_dir: Path, mode: str) -> AsyncIterator[Client]:
     async with connect(vault_ops.open_vault(brain_dir, scan=False), mode) as c:
         assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
         yield c
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
-    with anyio.fail_after(10):
-        return await client.call_tool(tool, arguments)
-
-
-def text(result: CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    """Call a tool that must succeed; its structured content."""
-    result = await call(client, tool, **arguments)
-    assert result.is_error is False, text(result)
-    assert isinstance(result.structured_content, dict)
-    return result.structured_content
-
-
-async def fails(client: Client, tool: str, **arguments: Any) -> str:
-    """Call a tool that must fail; its error text."""
-    result = await call(client, tool, **arguments)
-    assert result.is_error is True
-    return text(result)
 
 
 # -- listing and instructions ------------------------------------------------------------

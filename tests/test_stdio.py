@@ -6,12 +6,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult, TextContent
+
+from helpers import call, text
 
 pytestmark = pytest.mark.anyio
 
@@ -34,17 +34,6 @@ def server_params(args: list[str], **env: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable, args=["-m", "lore_mcp", *args], env=environment(**env)
     )
-
-
-def text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
-    with anyio.fail_after(15):
-        return await client.call_tool(tool, arguments)
 
 
 async def exercise(client: Client) -> None:

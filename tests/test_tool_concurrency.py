@@ -12,10 +12,9 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
 
 from conftest import write
-from helpers import assert_matches_fresh, fresh_snapshot, snapshot
+from helpers import assert_matches_fresh, fresh_snapshot, ok, snapshot
 from lore_mcp import vault_ops
 from lore_mcp.server import build_server
 from lore_mcp.state import AppState
@@ -26,20 +25,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    with anyio.fail_after(30):
-        result = await client.call_tool(tool, arguments)
-    assert result.is_error is False, text(result)
-    assert isinstance(result.structured_content, dict)
-    return result.structured_content
 
 
 async def test_overlapping_saves_to_one_page(vault_dir: Path) -> None:

@@ -233,21 +233,22 @@ def _resolve_read(state: AppState, name: str) -> tuple[str, list[str]]:
     return chosen, [s for s in found if s != chosen]
 
 
-def _resolve_write(state: AppState, name: str) -> str | None:
-    """The one real page a write names; None when it names no page."""
-    key = name_key(name)
-    found = state.pages.matches(key)
+def _unique(slugs: SlugIndex, name: str) -> str | None:
+    """The one slug among `slugs` that `name` means; None when none; writes refuse more."""
+    found = slugs.matches(name_key(name))
     if len(found) > 1:
         raise AmbiguousNameError(name, found)
     return found[0] if found else None
+
+
+def _resolve_write(state: AppState, name: str) -> str | None:
+    """The one real page a write names; None when it names no page."""
+    return _unique(state.pages, name)
 
 
 def _placeholder_for(state: AppState, name: str) -> str | None:
-    key = name_key(name)
-    found = state.placeholders.matches(key)
-    if len(found) > 1:
-        raise AmbiguousNameError(name, found)
-    return found[0] if found else None
+    """The one placeholder a write names; None when it names none."""
+    return _unique(state.placeholders, name)
 
 
 def _title(state: AppState, slug: str) -> str:
