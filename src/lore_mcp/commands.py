@@ -14,23 +14,19 @@ import os
 import re
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from lore_mcp import audit, vault_ops
 from lore_mcp.cli import add_http_arguments, add_serving_arguments, http_options
 from lore_mcp.errors import InvalidArgumentError, LoreError, VaultError
-from lore_mcp.files import MAX_FILE_BYTES, scan_files
-from lore_mcp.index import LinkRow, PageRow
 from lore_mcp.indexing import Progress
-from lore_mcp.models import PageView
-from lore_mcp.slugs import Key, slug_from_path
+from lore_mcp.models import DoctorReport, PageView
 from lore_mcp.state import AppState
 
 if TYPE_CHECKING:
@@ -83,132 +79,6 @@ warnings (exit status 0, or 1 with --strict):
 
 
 # -- the doctor's report (engine material: belongs in models and vault_ops) -------------
-
-
-class LinkSite(BaseModel):
-    """Where a link is written."""
-
-    source: str = Field(description="Slug of the page holding the link")
-    path: str = Field(description="Vault-relative file of that page")
-    line: int
-    target: str = Field(description="The target as written")
-
-
-class Unresolved(BaseModel):
-    """A placeholder and the links that lead to it."""
-
-    slug: str
-    title: str
-    links: list[LinkSite]
-
-
-class AmbiguousLink(LinkSite):
-    """A link that matched several pages; `resolved` is the one chosen."""
-
-    resolved: str
-    candidates: list[str]
-
-
-class SlugCollision(BaseModel):
-    """Two files with one slug: `kept` is indexed, `shadowed` is not."""
-
-    slug: str
-    kept: str | None
-    shadowed: str
-
-
-class PageFile(BaseModel):
-    slug: str
-    path: str
-
-
-class UnindexedFile(BaseModel):
-    path: str
-    reason: str
-
-
-class DoctorReport(BaseModel):
-    """The vault's health: errors first, then warnings."""
-
-    vault: str
-    pages: int
-    placeholders: int
-    links: int = Field(description="Links written in pages (every occurrence)")
-    collisions: list[SlugCollision]
-    invalid_utf8: list[PageFile]
-    unindexed: list[UnindexedFile]
-    unresolved: list[Unresolved]
-    ambiguous: list[AmbiguousLink]
-    orphans: list[PageFile]
-    errors: int = Field(description="Collisions, invalid UTF-8 and unindexed files")
-    warnings: int = Field(description="Placeholders, ambiguous links and orphans")
-
-
-def diagnose(state: AppState) -> DoctorReport:
-    """Everything wrong or worth a look in an open, indexed vault."""
-    with state.lock:
-        pages = state.index.all_pages()
-        links = sorted(state.index.all_links(), key=lambda k: (k.source, k.line, k.id))
-        shadowed = state.index.shadowed()
-        orphans = state.graph.orphans()
-        paths = {p.slug: p.path or "" for p in pages}
-        titles = {p.slug: p.title for p in pages}
-        sites: dict[str, list[LinkSite]] = defaultdict(list)
-        for link in links:
-            if link.resolved in state.placeholders:
-                sites[link.resolved].append(_site(link, paths))
-        ambiguous = [
-            AmbiguousLink(
-                **_site(link, paths).model_dump(),
-                resolved=link.resolved,
-                candidates=state.pages.matches(Key(link.key, link.exact)),
-            )
-            for link in links
-            if link.ambiguous
-        ]
-    collisions = [SlugCollision(slug=s, kept=paths.get(s), shadowed=p) for p, s in shadowed]
-    invalid = [PageFile(slug=p.slug, path=p.path) for p in pages if p.bad_utf8 and p.path]
-    unindexed = _unindexed(state.root, pages, shadowed)
-    unresolved = [Unresolved(slug=s, title=titles.get(s, s), links=v) for s, v in sites.items()]
-    return DoctorReport(
-        vault=str(state.root),
-        pages=sum(1 for p in pages if not p.is_placeholder),
-        placeholders=sum(1 for p in pages if p.is_placeholder),
-        links=len(links),
-        collisions=collisions,
-        invalid_utf8=sorted(invalid, key=lambda f: f.path),
-        unindexed=unindexed,
-        unresolved=sorted(unresolved, key=lambda u: u.slug),
-        ambiguous=ambiguous,
-        orphans=[PageFile(slug=s, path=paths.get(s, "")) for s in orphans],
-        errors=len(collisions) + len(invalid) + len(unindexed),
-        warnings=len(unresolved) + len(ambiguous) + len(orphans),
-    )
-
-
-def _site(link: LinkRow, paths: dict[str, str]) -> LinkSite:
-    return LinkSite(
-        source=link.source, path=paths.get(link.source, ""), line=link.line, target=link.target
-    )
-
-
-def _unindexed(
-    root: Path, pages: list[PageRow], shadowed: list[tuple[str, str]]
-) -> list[UnindexedFile]:
-    """Page files on disk that are neither indexed nor shadowed by a collision."""
-    known = {p.path for p in pages if p.path} | {path for path, _ in shadowed}
-    found = []
-    for rel, st in sorted(scan_files(root).items()):
-        if rel in known:
-            continue
-        if not slug_from_path(rel):
-            reason = "the name has no letters or digits"
-        elif st.st_size > MAX_FILE_BYTES:
-            reason = f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MB limit"
-        else:
-            reason = "it could not be read"
-        found.append(UnindexedFile(path=rel, reason=reason))
-    return found
 
 
 # -- arguments --------------------------------------------------------------------------
@@ -404,7 +274,7 @@ def _call(state: AppState, args: argparse.Namespace, content: str | None) -> Bas
         case "delete":
             return vault_ops.delete_page(state, args.name, door="cli")
         case "doctor":
-            return diagnose(state)
+            return vault_ops.doctor(state)
     raise AssertionError(f"unhandled command {args.command!r}")
 
 

@@ -37,7 +37,7 @@ from lore_mcp.models import (
 )
 
 if TYPE_CHECKING:
-    from lore_mcp.commands import DoctorReport
+    from lore_mcp.models import DoctorReport
 
 PLAIN_WIDTH = 4096
 SLUG = "cyan"

@@ -228,3 +228,62 @@ class SyncReport(BaseModel):
     unchanged: int
     skipped: list[str] = Field(description="Files not indexed, with the reason")
     seconds: float
+
+
+class LinkSite(BaseModel):
+    """Where a link is written."""
+
+    source: str = Field(description="Slug of the page holding the link")
+    path: str = Field(description="Vault-relative file of that page")
+    line: int
+    target: str = Field(description="The target as written")
+
+
+class Unresolved(BaseModel):
+    """A placeholder and the links that lead to it."""
+
+    slug: str
+    title: str
+    links: list[LinkSite]
+
+
+class AmbiguousLink(LinkSite):
+    """A link that matched several pages; `resolved` is the one chosen."""
+
+    resolved: str
+    candidates: list[str]
+
+
+class SlugCollision(BaseModel):
+    """Two files with one slug: `kept` is indexed, `shadowed` is not."""
+
+    slug: str
+    kept: str | None
+    shadowed: str
+
+
+class PageFile(BaseModel):
+    slug: str
+    path: str
+
+
+class UnindexedFile(BaseModel):
+    path: str
+    reason: str
+
+
+class DoctorReport(BaseModel):
+    """The vault's health: errors first, then warnings."""
+
+    vault: str
+    pages: int
+    placeholders: int
+    links: int = Field(description="Links written in pages (every occurrence)")
+    collisions: list[SlugCollision]
+    invalid_utf8: list[PageFile]
+    unindexed: list[UnindexedFile]
+    unresolved: list[Unresolved]
+    ambiguous: list[AmbiguousLink]
+    orphans: list[PageFile]
+    errors: int = Field(description="Collisions, invalid UTF-8 and unindexed files")
+    warnings: int = Field(description="Placeholders, ambiguous links and orphans")

@@ -409,11 +409,8 @@ def _prepare(state: AppState, watch: bool, stop: threading.Event) -> None:
 
 
 def _start_watcher(state: AppState) -> None:
-    try:
-        from lore_mcp.watcher import start_watcher
-    except ImportError as exc:
-        log.warning("file watching is off: the watcher cannot be loaded (%s)", exc)
-        return
+    from lore_mcp.watcher import start_watcher  # watchdog loads only when watching
+
     try:
         start_watcher(state)
     except Exception:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lore_mcp import audit, files, indexing
+from lore_mcp import doctor as diagnosis
 from lore_mcp import links as linkparse
 from lore_mcp.budget import split_lines
 from lore_mcp.errors import (
@@ -36,6 +37,7 @@ from lore_mcp.models import (
     Backlink,
     Backlinks,
     DeleteResult,
+    DoctorReport,
     GraphEdge,
     GraphNode,
     GraphResult,
@@ -826,3 +828,10 @@ def _shape(state: AppState) -> VaultShape:
         most_linked=counted(graph.most_linked(10, placeholders=False)),
         unresolved=counted(graph.most_linked(SHAPE_LIST_LIMIT, placeholders=True)),
     )
+
+
+def doctor(state: AppState) -> DoctorReport:
+    """The vault's health: collisions, undecodable and unindexable files (errors);
+    placeholders, ambiguous links and orphans (warnings)."""
+    with _reading(state):
+        return diagnosis.diagnose(state)

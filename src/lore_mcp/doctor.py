@@ -1,0 +1,91 @@
+"""`lore doctor`: what is wrong, or worth a look, in an indexed vault.
+
+Errors: slug collisions, files that are not valid UTF-8, page files the index could not
+take in. Warnings: placeholders (with the links that lead to them), ambiguous links and
+how they resolved, orphan pages. Callers hold the state's lock (see `vault_ops.doctor`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from lore_mcp.files import MAX_FILE_BYTES, scan_files
+from lore_mcp.index import LinkRow, PageRow
+from lore_mcp.models import (
+    AmbiguousLink,
+    DoctorReport,
+    LinkSite,
+    PageFile,
+    SlugCollision,
+    UnindexedFile,
+    Unresolved,
+)
+from lore_mcp.slugs import Key, slug_from_path
+from lore_mcp.state import AppState
+
+
+def diagnose(state: AppState) -> DoctorReport:
+    """Everything wrong or worth a look in an open, indexed vault."""
+    pages = state.index.all_pages()
+    links = sorted(state.index.all_links(), key=lambda k: (k.source, k.line, k.id))
+    shadowed = state.index.shadowed()
+    orphans = state.graph.orphans()
+    paths = {p.slug: p.path or "" for p in pages}
+    titles = {p.slug: p.title for p in pages}
+    sites: dict[str, list[LinkSite]] = defaultdict(list)
+    for link in links:
+        if link.resolved in state.placeholders:
+            sites[link.resolved].append(_site(link, paths))
+    ambiguous = [
+        AmbiguousLink(
+            **_site(link, paths).model_dump(),
+            resolved=link.resolved,
+            candidates=state.pages.matches(Key(link.key, link.exact)),
+        )
+        for link in links
+        if link.ambiguous
+    ]
+    collisions = [SlugCollision(slug=s, kept=paths.get(s), shadowed=p) for p, s in shadowed]
+    invalid = [PageFile(slug=p.slug, path=p.path) for p in pages if p.bad_utf8 and p.path]
+    unindexed = _unindexed(state.root, pages, shadowed)
+    unresolved = [Unresolved(slug=s, title=titles.get(s, s), links=v) for s, v in sites.items()]
+    return DoctorReport(
+        vault=str(state.root),
+        pages=sum(1 for p in pages if not p.is_placeholder),
+        placeholders=sum(1 for p in pages if p.is_placeholder),
+        links=len(links),
+        collisions=collisions,
+        invalid_utf8=sorted(invalid, key=lambda f: f.path),
+        unindexed=unindexed,
+        unresolved=sorted(unresolved, key=lambda u: u.slug),
+        ambiguous=ambiguous,
+        orphans=[PageFile(slug=s, path=paths.get(s, "")) for s in orphans],
+        errors=len(collisions) + len(invalid) + len(unindexed),
+        warnings=len(unresolved) + len(ambiguous) + len(orphans),
+    )
+
+
+def _site(link: LinkRow, paths: dict[str, str]) -> LinkSite:
+    return LinkSite(
+        source=link.source, path=paths.get(link.source, ""), line=link.line, target=link.target
+    )
+
+
+def _unindexed(
+    root: Path, pages: list[PageRow], shadowed: list[tuple[str, str]]
+) -> list[UnindexedFile]:
+    """Page files on disk that are neither indexed nor shadowed by a collision."""
+    known = {p.path for p in pages if p.path} | {path for path, _ in shadowed}
+    found = []
+    for rel, st in sorted(scan_files(root).items()):
+        if rel in known:
+            continue
+        if not slug_from_path(rel):
+            reason = "the name has no letters or digits"
+        elif st.st_size > MAX_FILE_BYTES:
+            reason = f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MB limit"
+        else:
+            reason = "it could not be read"
+        found.append(UnindexedFile(path=rel, reason=reason))
+    return found
