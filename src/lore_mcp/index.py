@@ -160,6 +160,10 @@ def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
         yield items[start : start + _CHUNK]
 
 
+def _marks(count: int) -> str:
+    return ",".join("?" * count)
+
+
 class Index:
     """One connection to the vault's index database."""
 
@@ -322,16 +326,14 @@ class Index:
             ],
         )
 
+    def _where_in(self, sql: str, values: Sequence[str]) -> Iterator[Any]:
+        """Rows of `sql`, whose `{}` becomes `?` marks for `values`, asked in chunks so no
+        query exceeds SQLite's limit on parameters."""
+        for chunk in _chunks(values):
+            yield from self._conn.execute(sql.format(_marks(len(chunk))), tuple(chunk))
+
     def _ids(self, slugs: Sequence[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for chunk in _chunks(slugs):
-            marks = ",".join("?" * len(chunk))
-            found.update(
-                self._conn.execute(
-                    f"SELECT slug, id FROM pages WHERE slug IN ({marks})", tuple(chunk)
-                ).fetchall()
-            )
-        return found
+        return dict(self._where_in("SELECT slug, id FROM pages WHERE slug IN ({})", slugs))
 
     def touch_page(self, slug: str, size: int, mtime_ns: int) -> None:
         self._conn.execute(
@@ -350,16 +352,8 @@ class Index:
         return None if row is None else _page(row)
 
     def get_pages(self, slugs: Sequence[str]) -> list[PageRow]:
-        found: list[PageRow] = []
-        for chunk in _chunks(slugs):
-            marks = ",".join("?" * len(chunk))
-            found += map(
-                _page,
-                self._conn.execute(
-                    f"SELECT {_PAGE_COLS} FROM pages WHERE slug IN ({marks})", tuple(chunk)
-                ),
-            )
-        return found
+        sql = f"SELECT {_PAGE_COLS} FROM pages WHERE slug IN ({{}})"
+        return [_page(row) for row in self._where_in(sql, slugs)]
 
     def all_pages(self) -> list[PageRow]:
         return [_page(r) for r in self._conn.execute(f"SELECT {_PAGE_COLS} FROM pages")]
@@ -387,8 +381,7 @@ class Index:
 
     def delete_links_from(self, sources: Sequence[str]) -> None:
         for chunk in _chunks(sources):
-            marks = ",".join("?" * len(chunk))
-            self._conn.execute(f"DELETE FROM links WHERE source IN ({marks})", tuple(chunk))
+            self._conn.execute(f"DELETE FROM links WHERE source IN ({_marks(len(chunk))})", chunk)
 
     def links_from(self, source: str) -> list[LinkRow]:
         return [
@@ -407,16 +400,8 @@ class Index:
         ]
 
     def links_with_keys(self, keys: Sequence[str]) -> list[LinkRow]:
-        found: list[LinkRow] = []
-        for chunk in _chunks(keys):
-            marks = ",".join("?" * len(chunk))
-            found += map(
-                _link,
-                self._conn.execute(
-                    f"SELECT {_LINK_COLS} FROM links WHERE key IN ({marks})", tuple(chunk)
-                ),
-            )
-        return found
+        sql = f"SELECT {_LINK_COLS} FROM links WHERE key IN ({{}})"
+        return [_link(row) for row in self._where_in(sql, keys)]
 
     def all_links(self) -> list[LinkRow]:
         return [_link(r) for r in self._conn.execute(f"SELECT {_LINK_COLS} FROM links")]
@@ -432,30 +417,16 @@ class Index:
         if sources is None:
             rows = self._conn.execute("SELECT DISTINCT source, resolved FROM links")
             return [(str(a), str(b)) for a, b in rows]
-        found: list[tuple[str, str]] = []
-        for chunk in _chunks(sources):
-            marks = ",".join("?" * len(chunk))
-            found += [
-                (str(a), str(b))
-                for a, b in self._conn.execute(
-                    f"SELECT DISTINCT source, resolved FROM links WHERE source IN ({marks})",
-                    tuple(chunk),
-                )
-            ]
-        return found
+        sql = "SELECT DISTINCT source, resolved FROM links WHERE source IN ({})"
+        return [(str(a), str(b)) for a, b in self._where_in(sql, sources)]
 
     def first_targets(self, slugs: Sequence[str]) -> dict[str, str]:
         """For each slug, the target text of the first link to it (by source, then line)."""
-        found: dict[str, str] = {}
-        for chunk in _chunks(slugs):
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(
-                f"SELECT resolved, target FROM links WHERE resolved IN ({marks}) "
-                "ORDER BY resolved, source DESC, line DESC, id DESC",
-                tuple(chunk),
-            )
-            found.update(rows.fetchall())  # the last row per slug wins: the first link
-        return found
+        sql = (
+            "SELECT resolved, target FROM links WHERE resolved IN ({}) "
+            "ORDER BY resolved, source DESC, line DESC, id DESC"
+        )
+        return dict(self._where_in(sql, slugs))  # the last row per slug wins: the first link
 
     def count_pages(self) -> int:
         """Real pages (not placeholders) the index holds."""
