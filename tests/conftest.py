@@ -16,6 +16,18 @@ BRAIN = REPO / "brain"
 
 
 @pytest.fixture
+def anyio_backend() -> str:
+    """Async tests run on asyncio (the anyio plugin ships with anyio)."""
+    return "asyncio"
+
+
+@pytest.fixture(params=["legacy", "2026-07-28"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """The protocol era a client speaks: the handshake era, or the stateless one."""
+    return str(request.param)
+
+
+@pytest.fixture
 def vault_dir(tmp_path: Path) -> Path:
     """An empty vault folder."""
     root = tmp_path / "vault"

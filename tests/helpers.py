@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -87,3 +90,25 @@ async def fails(client: Client, tool: str, **arguments: Any) -> str:
     result = await call(client, tool, **arguments)
     assert result.is_error is True, f"{tool} did not fail"
     return text(result)
+
+
+# What a server subprocess needs from our environment; nothing else leaks in (no
+# LORE_VAULT, no token unless a test gives one).
+PASS_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "VIRTUAL_ENV")
+
+
+def environment(**extra: str) -> dict[str, str]:
+    env = {name: os.environ[name] for name in PASS_THROUGH if name in os.environ}
+    return env | {"PYTHONIOENCODING": "utf-8"} | extra
+
+
+def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`python -m lore_mcp ARGS` to the end, with its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "lore_mcp", *args],
+        env=environment(**env),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )

@@ -29,16 +29,6 @@ ORPHANS = 80
 MISSING = 200
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(params=["legacy", "2026-07-28"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 def long_page() -> str:
     sections = [
         f"## Section {i}\n\n"

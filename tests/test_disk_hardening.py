@@ -32,11 +32,6 @@ pytestmark = pytest.mark.anyio
 BAD_UTF8 = b"caf\xe9 menu links [[Target]]\n\xff\xfe trailing bytes\n"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def files(root: Path) -> dict[str, bytes]:
     """Every file under the root but the index, symlinks as where they lead."""
     found: dict[str, bytes] = {}

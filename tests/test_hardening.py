@@ -26,16 +26,6 @@ SEED_PAGES = {
 }
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(params=["legacy", "2026-07-28"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 def connect(state: AppState, mode: str) -> Client:
     server = build_server(state)
     return Client(server, mode="legacy") if mode == "legacy" else Client(server)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import secrets
 import signal
@@ -26,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 from starlette.types import Receive, Scope, Send
 
-from helpers import assert_matches_fresh, text
+from helpers import assert_matches_fresh, environment, run_cli, text
 from lore_mcp import vault_ops
 from lore_mcp.errors import LoreError
 from lore_mcp.http import (
@@ -42,20 +41,8 @@ from lore_mcp.http import (
 pytestmark = pytest.mark.anyio
 
 TOKEN = secrets.token_urlsafe(24)
-PASS_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "VIRTUAL_ENV")
 MODERN = "2026-07-28"
 LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:(\d+)/mcp)")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def environment(**extra: str) -> dict[str, str]:
-    """What the server needs from our environment; no token unless a test gives one."""
-    env = {name: os.environ[name] for name in PASS_THROUGH if name in os.environ}
-    return env | {"PYTHONIOENCODING": "utf-8"} | extra
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -370,17 +357,6 @@ async def test_a_stop_signal_shuts_down_cleanly(
 
 
 # -- refusing to start --------------------------------------------------------------------
-
-
-def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lore_mcp", *args],
-        env=environment(**env),
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
 
 
 def test_no_token_no_server(brain_dir: Path) -> None:

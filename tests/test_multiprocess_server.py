@@ -24,11 +24,6 @@ PAGES = 200
 VISIBLE_WITHIN = 1.0  # seconds
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Session:
     """One client session on its own server process, with what it saw."""
 

@@ -25,16 +25,6 @@ READ_TOOLS = {"read_page", "list_pages", "search", "search_titles", "get_backlin
 PASS_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "VIRTUAL_ENV")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(params=["legacy", "2026-07-28"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 def files(root: Path) -> dict[str, tuple[bytes, int]]:
     """Every file and folder outside `.lore/`, with its bytes and modification time."""
     found: dict[str, tuple[bytes, int]] = {}

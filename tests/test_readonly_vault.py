@@ -42,11 +42,6 @@ os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
 """
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def set_writable(root: Path, writable: bool) -> None:
     for folder, _, names in os.walk(root):
         for name in names:

@@ -18,16 +18,6 @@ from lore_mcp.server import PAGE_TEMPLATE, build_server
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(params=["legacy", "2026-07-28"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @pytest.fixture(params=[False, True], ids=["read-write", "read-only"])
 async def client(
     brain_dir: Path, mode: str, request: pytest.FixtureRequest

@@ -31,16 +31,6 @@ TOOL_NAMES = {
 READ_ONLY = {"read_page", "list_pages", "search", "search_titles", "get_backlinks", "get_graph"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(params=["legacy", "2026-07-28"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 def connect(state: AppState, mode: str, watch: bool = False) -> Client:
     server = build_server(state, watch=watch)
     return Client(server, mode="legacy") if mode == "legacy" else Client(server)

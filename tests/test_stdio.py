@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,23 +9,9 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from helpers import call, text
+from helpers import call, environment, run_cli, text
 
 pytestmark = pytest.mark.anyio
-
-PASS_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "VIRTUAL_ENV")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def environment(**extra: str) -> dict[str, str]:
-    """What the server process needs from ours; nothing else leaks in (no LORE_VAULT)."""
-    env = {name: os.environ[name] for name in PASS_THROUGH if name in os.environ}
-    env["PYTHONIOENCODING"] = "utf-8"
-    return env | extra
 
 
 def server_params(args: list[str], **env: str) -> StdioServerParameters:
@@ -75,17 +59,6 @@ async def test_vault_from_environment(brain_dir: Path) -> None:
             result = await call(client, "get_graph")
             assert result.structured_content is not None
             assert result.structured_content["shape"]["pages"] == 18
-
-
-def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lore_mcp", *args],
-        env=environment(**env),
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
 
 
 def test_no_vault_is_a_usage_error() -> None:

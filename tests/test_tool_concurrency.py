@@ -22,11 +22,6 @@ from lore_mcp.state import AppState
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_overlapping_saves_to_one_page(vault_dir: Path) -> None:
     versions = [f"Version {i}: token{i}x and [[Link {i}]].\n" for i in range(12)]
     results: list[dict[str, Any]] = []
