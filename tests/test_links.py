@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -498,9 +499,15 @@ def _parsed_links(markdown: str) -> list[Link]:
 @given(st.lists(_PLAIN_PIECES, max_size=40).map("".join))
 def test_fast_path_finds_what_markdown_it_finds(markdown: str) -> None:
     full = _parsed_links(markdown)
-    if links._NOT_PLAIN.search(markdown) is None:
-        assert links._plain_links(markdown) == full
+    fast = links._fast_links(markdown)
+    if _PLAIN.search(markdown) is None:
+        assert fast == full
+    assert fast is None or fast == full
     assert extract_links(markdown) == full
+
+
+# Pages with none of these take the fast path, whatever else they hold.
+_PLAIN = re.compile(r"[`<\\\t]|~~~|\]\(| {4}|\|[ ]*:?-|-:?[ ]*\|")
 
 
 @pytest.mark.parametrize(
@@ -508,9 +515,6 @@ def test_fast_path_finds_what_markdown_it_finds(markdown: str) -> None:
     [
         "| a | b |\n|---|---|\n| [[page|alias]] | x |\n",
         "| a | b |\n| :-- | --: |\n| [[page|alias]] | x |\n",
-        "text `[[code]]` text",
-        "```\n[[fenced]]\n```\n",
-        "~~~\n[[fenced]]\n~~~\n",
         "para\n\n    [[indented]]\n",
         "para\n\n\t[[tab indented]]\n",
         "-     [[indented in a list item]]\n",
@@ -523,6 +527,83 @@ def test_fast_path_finds_what_markdown_it_finds(markdown: str) -> None:
     ],
 )
 def test_pages_with_code_or_markup_take_the_full_parse(markdown: str) -> None:
-    assert links._NOT_PLAIN.search(markdown) is not None
-    assert links._plain_links(markdown) != _parsed_links(markdown)
+    assert links._fast_links(markdown) is None
+    assert extract_links(markdown) == _parsed_links(markdown)
+
+
+# -- the fast path for pages whose only code is fences and one-line code spans -------------
+
+_CODE_PIECES = st.sampled_from(
+    [
+        "`",
+        "``",
+        "```",
+        "~~~",
+        "````",
+        "```py\n",
+        "\n```\n",
+        "\n~~~\n",
+        "\n~~~~ x\n",
+        "   ```",
+        " ```",
+        "\t```",
+        "```\t",
+        "``` `x`\n",
+        "`[[x]]`",
+        "[[a`b]]",
+        "[[ |`a]]",
+        "``[[x]]`",
+        "    ",
+        "\t",
+        "<b>",
+        "\\",
+        "](x)",
+    ]
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.one_of(_PLAIN_PIECES, _CODE_PIECES), max_size=40).map("".join))
+def test_code_aware_path_finds_what_markdown_it_finds(markdown: str) -> None:
+    full = _parsed_links(markdown)
+    scanned = links._fast_links(markdown)
+    assert scanned is None or scanned == full
+    assert extract_links(markdown) == full
+
+
+@pytest.mark.parametrize(
+    ("markdown", "expected"),
+    [
+        ("# T\n\n```python\nx = '[[no]]'\n```\n\n[[Yes]] and `[[no]]`.\n", [("Yes", 7)]),
+        ("~~~\n[[no]]\n~~~~\n[[yes]]\n", [("yes", 4)]),
+        ("```\n[[no]]\n", []),  # an unclosed fence runs to the end
+        ("```\n[[no]]\n  ```\n[[yes]] ``a ` b`` [[also]]\n", [("yes", 4), ("also", 4)]),
+        ("- item `code` [[a]]\n> quote [[b]] `[[c]]`\n", [("a", 1), ("b", 2)]),
+        ("text `[[code]]` text", []),
+        ("```\n[[fenced]]\n```\n", []),
+        ("~~~\n[[fenced]]\n~~~\n", []),
+        ("no links at all, `code` and\n```\nfence\n```\n", []),
+    ],
+)
+def test_code_aware_path_takes_common_pages(markdown: str, expected: list[tuple[str, int]]) -> None:
+    scanned = links._fast_links(markdown)
+    assert scanned is not None
+    assert [(link.target, link.line) for link in scanned] == expected
+    assert scanned == _parsed_links(markdown)
+
+
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        "a `span that\ncloses` on the next line [[x]]",  # may close later: the parser decides
+        "- ```\n  [[in a list fence]]\n  ```\n",
+        "> ```\n> [[in a quoted fence]]\n> ```\n",
+        "  ```\n[[indented fence]]\n```\n",
+        "```\n<div>\n```\n\n    [[indented code]]\n",
+        "```a|b\n|---|---|\n[[a table, not a fence]]\n",
+        "<div>\n~~~\n\n[[after an HTML block]]\n~~~\n",
+    ],
+)
+def test_code_aware_path_leaves_the_rest_to_the_parser(markdown: str) -> None:
+    assert links._fast_links(markdown) is None
     assert extract_links(markdown) == _parsed_links(markdown)

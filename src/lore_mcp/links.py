@@ -5,6 +5,10 @@ Pure functions, no I/O. Links are found by an inline rule added to markdown-it, 
 Every inline token carries `map[0]`, the source line it starts on; the rule records each
 link's offset in the token's content, so its line is `map[0]` plus the newlines before it.
 Rewriting finds each link in its source line by counting occurrences of its text.
+
+Most pages never reach the parser: prose, fences at the left margin and code spans that
+close on their line are read by a plain scan that finds the same links (see `_fast_links`;
+a property test holds the two to each other).
 """
 
 from __future__ import annotations
@@ -216,35 +220,148 @@ def _first_line(token: Token, source: list[str]) -> int:
     return next((n for n in range(start, end) if head in source[n]), start)
 
 
-# What can make text that looks like `[[x]]` something other than a link: code (backticks,
-# `~~~` fences, four spaces or a tab, which indent code also after a list marker or `>`),
-# HTML and autolinks, escapes, link destinations, tables. (Reference definitions are not
-# parsed at all.)
-_NOT_PLAIN = re.compile(r"[`<\\\t]|~~~|\]\(| {4}|\|[ ]*:?-|-:?[ ]*\|")
+# -- the fast path -------------------------------------------------------------------------
+#
+# Most pages are prose, fenced code at the left margin and code spans that close on the line
+# they open. markdown-it finds the same links there as a left-to-right scan of each line, so
+# such pages skip the parser. Anything else that can make `[[x]]` text rather than a link, or
+# that the scan would have to reason about, sends the page to the parser: HTML and autolinks
+# (`<`), escapes (`\\`), indented code (a tab or four spaces, also after a list marker or
+# `>`), link destinations (`](`), tables, fences inside containers or after indentation, and
+# code spans that do not close on their line.
+
+_TABLE_DELIMITER = re.compile(r"\|[ ]*:?-|-:?[ ]*\|")
+_LINK_AT = re.compile(r"\[\[[^\[\]\n]+\]\]")
+_FENCE_PREFIX = frozenset(" >*+-0123456789.)")  # what may stand before a fence in a container
 
 
-def _plain_links(markdown: str) -> list[Link]:
-    """The links of a page with none of the constructs above. markdown-it would find
-    every `[[...]]` run there, so a scan gives the same list without parsing."""
-    text = _NEWLINE.sub("\n", markdown.replace("\0", "\ufffd"))  # as markdown-it sees it
+def _fast_links(markdown: str) -> list[Link] | None:
+    """The links of a page the scan can read exactly as markdown-it does; None otherwise."""
+    text = markdown.replace("\0", "\ufffd") if "\0" in markdown else markdown
+    if "\r" in text:
+        text = _NEWLINE.sub("\n", text)  # as markdown-it sees it
     found: list[Link] = []
-    line, counted = 1, 0
-    for match in _LINK.finditer(text):
-        parsed = _parse(match.group(), match.start())
-        if parsed is not None:
-            line += text.count("\n", counted, match.start())
-            counted = match.start()
-            embed = parsed.raw.startswith("!")
-            found.append(Link(parsed.target, parsed.alias, parsed.fragment, embed, line))
+    pos, line = 0, 1
+    while pos < len(text):
+        fence = _next_fence(text, pos)
+        if fence is None:
+            return None
+        start, end = fence
+        if not _prose_links(text, pos, start, line, found):
+            return None
+        line += text.count("\n", pos, end)
+        pos = end
     return found
+
+
+def _next_fence(text: str, pos: int) -> tuple[int, int] | None:
+    """(start, end) of the next fenced block at the left margin from `pos`, fence lines
+    included; (len, len) when there is none; None when a fence the scan cannot place
+    (indented, in a container, or an info string that makes it something else) comes first."""
+    search = pos
+    while True:
+        found = [i for i in (text.find("```", search), text.find("~~~", search)) if i >= 0]
+        if not found:
+            return len(text), len(text)
+        at = min(found)
+        line_start = text.rfind("\n", pos, at) + 1 or pos
+        if line_start != at:
+            if _FENCE_PREFIX.issuperset(text[line_start:at]) or text[at] == "~":
+                return None  # a fence in a list or quote, or indented; or `~~~` in prose
+            search = text.find("\n", at)  # three backticks inside a line: a code span
+            if search < 0:
+                return len(text), len(text)
+            continue
+        line_end = text.find("\n", at)
+        line_end = len(text) if line_end < 0 else line_end
+        marker, opening = text[at], text[at:line_end]
+        info = opening.lstrip(marker)
+        run = len(opening) - len(info)
+        if (marker == "`" and "`" in info) or "|" in info:
+            return None  # inline code at the start of a line, or maybe a table's header row
+        return at, _fence_end(text, marker * run, line_end + 1)
+
+
+def _fence_end(text: str, markers: str, pos: int) -> int:
+    """Where the fence whose content starts at `pos` ends: after its closing line (up to
+    three spaces, at least as many markers, then only spaces and tabs), or the text's end."""
+    while pos < len(text):
+        at = text.find(markers, pos)
+        if at < 0:
+            break
+        line_start = text.rfind("\n", 0, at) + 1
+        line_end = text.find("\n", at)
+        line_end = len(text) if line_end < 0 else line_end
+        indent = text[line_start:at]  # the content starts on a line: never before `pos`
+        tail = text[at:line_end].rstrip(" \t")
+        if len(indent) <= 3 and not indent.strip(" ") and tail == markers[0] * len(tail):
+            return min(line_end + 1, len(text))
+        pos = line_end + 1
+    return len(text)
+
+
+def _prose_links(text: str, start: int, end: int, line: int, found: list[Link]) -> bool:
+    """Add the links of the prose in `text[start:end]` (starting on `line`) to `found`;
+    False when it holds something only the parser can read."""
+    chunk = text[start:end]  # checked even without links: it decides where fences are
+    for sign in ("<", "\\", "\t", "](", "    ", "~~~"):
+        if sign in chunk:
+            return False
+    if "|" in chunk and _TABLE_DELIMITER.search(chunk):
+        return False
+    pos, counted, link, code = start, start, -1, -1
+    while True:
+        if link < pos:
+            link = text.find("[[", pos, end)
+            link = end if link < 0 else link
+        if code < pos:
+            code = text.find("`", pos, end)
+            code = end if code < 0 else code
+        if code < link:
+            pos = _code_span_end(text, code, end)
+            if pos < 0:
+                return False
+            continue
+        if link == end:
+            return True
+        match = _LINK_AT.match(text, link, end)
+        embed = link > pos and text[link - 1] == "!"
+        raw = ("!" if embed else "") + match.group() if match else ""
+        parsed = _parse(raw, link) if match else None
+        if match is None or parsed is None:  # markdown-it moves on by one character
+            pos = link + 1
+            continue
+        line += text.count("\n", counted, link)
+        counted = link
+        found.append(Link(parsed.target, parsed.alias, parsed.fragment, embed, line))
+        pos = match.end()
+
+
+def _code_span_end(text: str, at: int, end: int) -> int:
+    """The end of the code span opening at `at`, if it closes on the same line; else -1
+    (it may close on a later line of the paragraph, or never: the parser decides)."""
+    run = at
+    while run < end and text[run] == "`":
+        run += 1
+    length, line_end = run - at, text.find("\n", run, end)
+    line_end = end if line_end < 0 else line_end
+    pos = run
+    while (close := text.find("`", pos, line_end)) >= 0:
+        pos = close
+        while pos < line_end and text[pos] == "`":
+            pos += 1
+        if pos - close == length:
+            return pos
+    return -1
 
 
 def extract_links(markdown: str) -> list[Link]:
     """Every `[[...]]` and `![[...]]` outside code, in document order."""
     if "[[" not in markdown:
         return []
-    if _NOT_PLAIN.search(markdown) is None:
-        return _plain_links(markdown)
+    fast = _fast_links(markdown)
+    if fast is not None:
+        return fast
     return [
         Link(p.target, p.alias, p.fragment, p.raw.startswith("!"), block.line(p.offset) + 1)
         for block in _blocks(markdown)
