@@ -8,12 +8,24 @@ transaction, writing every page's bytes to a fresh folder, and one atomic write
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import tempfile
 import time
 from pathlib import Path
 
-ENGINE_FTS_OPTIONS = "tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'"
+from lore_mcp import index
+
+
+def _engine_fts_options() -> str:
+    """The options of the engine's own FTS5 table, read from its schema."""
+    found = re.search(r"USING fts5\(\s*title, body, (.*?)\s*\);", index._SCHEMA, re.S)
+    if found is None:
+        raise RuntimeError("cannot find the FTS5 table in the engine's schema")
+    return found.group(1)
+
+
+ENGINE_FTS_OPTIONS = _engine_fts_options()
 
 
 def read_all(root: Path, pages: list[str]) -> tuple[float, list[tuple[str, bytes]]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from mcp import Client
 from conftest import write
 from helpers import assert_matches_fresh, call, fails, ok, text
 from lore_mcp import vault_ops
-from lore_mcp.server import INTERNAL_ERROR, build_server, instructions
+from lore_mcp.server import INTERNAL_ERROR, build_server, inline_refs, instructions
 from lore_mcp.state import AppState
 
 pytestmark = pytest.mark.anyio
@@ -53,6 +54,7 @@ async def test_tools_have_schemas_and_annotations(client: Client) -> None:
     for name, tool in tools.items():
         assert tool.description and len(tool.description) > 40
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+        assert "$ref" not in json.dumps(tool.output_schema), f"{name}: schema with references"
         for prop in tool.input_schema["properties"].values():
             assert prop.get("description"), f"{name}: undescribed parameter"
         hints = tool.annotations
@@ -69,6 +71,25 @@ async def test_tools_have_schemas_and_annotations(client: Client) -> None:
         "delete_page": (True, True),
         "rename_page": (False, False),
     }
+
+
+def test_inline_refs_writes_definitions_out_and_leaves_recursion_alone() -> None:
+    item = {"type": "object", "properties": {"slug": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/Item"}}},
+        "$defs": {"Item": item},
+    }
+    assert inline_refs(schema) == {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": item}},
+    }
+    tree = {
+        "type": "object",
+        "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}},
+    }
+    recursive = {**tree, "$defs": {"Tree": tree}}
+    assert inline_refs(recursive) == recursive
 
 
 async def test_input_bounds(client: Client) -> None:
