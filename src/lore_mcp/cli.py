@@ -81,7 +81,9 @@ def serve(
     limit = max_result_chars or budget.DEFAULT_MAX_RESULT_CHARS
     server = build_server(state, watch=watch, max_result_chars=limit)
     if http is None:
-        server.run("stdio")
+        from lore_mcp.stdio import run_stdio
+
+        run_stdio(server)
     else:
         from lore_mcp.http import run_http
 

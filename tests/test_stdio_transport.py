@@ -1,0 +1,340 @@
+"""The stdio transport as a client meets it: `python -m lore_mcp` on pipes or sockets that
+the test owns end to end, its stderr in a file. Large messages both ways, stray output
+kept off the wire, the ways a session ends, and the SDK's transport when stdin is no pipe."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import environment
+from lore_mcp.state import MAX_CONTENT_BYTES
+from lore_mcp.stdio import MAX_LINE_BYTES
+
+PROTOCOL = "2025-11-25"
+HANG_GUARD = 60  # seconds; only a broken server gets near it
+
+
+def lore_mcp(vault: Path) -> list[str]:
+    return [sys.executable, "-m", "lore_mcp", "--vault", str(vault), "--no-watch"]
+
+
+def _channel(kind: str, server_reads: bool) -> tuple[int, int]:
+    """Our end and the server's end of one direction, as descriptors."""
+    if kind == "sockets":  # what a Node.js client (libuv) hands its child
+        ours, theirs = socket.socketpair()
+        return ours.detach(), theirs.detach()
+    read_end, write_end = os.pipe()
+    return (write_end, read_end) if server_reads else (read_end, write_end)
+
+
+class Wire:
+    """A server process on channels the test holds raw: no threads, no buffering, so
+    either end can be closed at any moment."""
+
+    def __init__(self, command: list[str], log: Path, kind: str = "pipes") -> None:
+        self.log = log
+        self.to_server, server_in = _channel(kind, server_reads=True)
+        self.from_server, server_out = _channel(kind, server_reads=False)
+        with log.open("wb") as stderr:
+            self.proc = subprocess.Popen(
+                command, stdin=server_in, stdout=server_out, stderr=stderr, env=environment()
+            )
+        os.close(server_in)
+        os.close(server_out)
+        self._pending = bytearray()
+        self._next_id = 0
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_line(json.dumps(message).encode("utf-8"))
+
+    def send_line(self, line: bytes) -> None:
+        view = memoryview(line + b"\n")
+        while view:
+            view = view[os.write(self.to_server, view) :]
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> int:
+        self._next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return self._next_id
+
+    def read_line(self) -> bytes:
+        """The next line from the server; EOFError once it has closed stdout."""
+        deadline = time.monotonic() + HANG_GUARD
+        while (end := self._pending.find(b"\n")) < 0:
+            ready, _, _ = select.select([self.from_server], [], [], deadline - time.monotonic())
+            if not ready:
+                raise TimeoutError("the server wrote no line")
+            chunk = os.read(self.from_server, 1 << 20)
+            if not chunk:
+                raise EOFError
+            self._pending += chunk
+        line = bytes(self._pending[:end])
+        del self._pending[: end + 1]
+        return line
+
+    def reply(self, request_id: int) -> dict[str, Any]:
+        """The reply to `request_id`; every line before it must be a message too."""
+        while True:
+            message = json.loads(self.read_line())
+            assert message["jsonrpc"] == "2.0"
+            if message.get("id") == request_id and "method" not in message:
+                assert "error" not in message, message
+                result: dict[str, Any] = message["result"]
+                return result
+
+    def initialize(self) -> None:
+        params = {
+            "protocolVersion": PROTOCOL,
+            "capabilities": {},
+            "clientInfo": {"name": "wire", "version": "0"},
+        }
+        assert self.reply(self.request("initialize", params))["protocolVersion"] == PROTOCOL
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def call_tool(self, name: str, **arguments: Any) -> dict[str, Any]:
+        result = self.reply(self.request("tools/call", {"name": name, "arguments": arguments}))
+        assert result["isError"] is False, result
+        return result
+
+    def close_input(self) -> None:
+        os.close(self.to_server)
+        self.to_server = -1
+
+    def close_output(self) -> None:
+        os.close(self.from_server)
+        self.from_server = -1
+
+    def rest(self) -> list[bytes]:
+        """Every line still to come, up to the server closing stdout."""
+        lines = []
+        while True:
+            try:
+                lines.append(self.read_line())
+            except EOFError:
+                return lines
+
+    def wait(self) -> tuple[int, str]:
+        """The exit code and everything the server logged."""
+        code = self.proc.wait(HANG_GUARD)
+        return code, self.log.read_text(encoding="utf-8")
+
+    def release(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(HANG_GUARD)
+        for fd in (self.to_server, self.from_server):
+            if fd >= 0:
+                os.close(fd)
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    return tmp_path / "stderr.log"
+
+
+def closed_cleanly(code: int, logged: str) -> bool:
+    return code == 0 and "closed the vault" in logged and "Traceback" not in logged
+
+
+# -- large messages --------------------------------------------------------------------------
+
+
+def big_page() -> str:
+    """Just under the 1 MiB limit of UTF-8, but more than twice that as JSON."""
+    line = '😀🐘🦓🦒 記憶の宮殿 "q" \\\t\n'
+    body = line * ((MAX_CONTENT_BYTES - 100) // len(line.encode("utf-8")))
+    return "# Big\n\nSee [[Slugs]].\n\n" + body
+
+
+@pytest.mark.parametrize("kind", ["pipes", "sockets"])
+def test_a_multi_megabyte_page_goes_in_and_comes_back_whole(
+    brain_dir: Path, log: Path, kind: str
+) -> None:
+    content = big_page()
+    request = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "save_page", "arguments": {"slug": "Big Page", "content": content}},
+    }
+    line = json.dumps(request).encode("utf-8")
+    assert len(line) > 2 * MAX_CONTENT_BYTES  # ASCII-escaped, as many clients send it
+    wire = Wire(lore_mcp(brain_dir), log, kind)
+    try:
+        wire.initialize()
+        wire.send_line(line)
+        saved = wire.reply(7)
+        assert saved["isError"] is False and saved["structuredContent"]["created"] is True
+        page = wire.reply(wire.request("resources/read", {"uri": "lore://page/big-page"}))
+        assert page["contents"][0]["text"] == content
+        wire.close_input()
+        assert closed_cleanly(*wire.wait())
+    finally:
+        wire.release()
+    assert (brain_dir / "Big Page.md").read_text(encoding="utf-8") == content
+
+
+def test_an_overlong_line_is_skipped_and_serving_goes_on(brain_dir: Path, log: Path) -> None:
+    wire = Wire(lore_mcp(brain_dir), log)
+    try:
+        wire.initialize()
+        wire.send_line(b'{"jsonrpc": "2.0", "id": 99, "x": "' + b"y" * MAX_LINE_BYTES + b'"}')
+        assert wire.reply(wire.request("ping")) == {}
+        page = wire.call_tool("read_page", slug="Slugs")
+        assert "concepts/slugs" in page["content"][0]["text"]
+        wire.close_input()
+        code, logged = wire.wait()
+    finally:
+        wire.release()
+    assert closed_cleanly(code, logged)
+    assert "skipped an input line longer than" in logged
+
+
+# -- stray output ----------------------------------------------------------------------------
+
+# The real server plus one tool that writes to stdout the ways careless code does. After
+# the session it reports, on the restored fd 1, whether the pipes are blocking again.
+NOISY_SERVER = """
+import json, os, sys
+from pathlib import Path
+from lore_mcp import cli, vault_ops
+from lore_mcp.server import build_server
+from lore_mcp.stdio import run_stdio
+
+def shout() -> str:
+    '''Write to stdout.'''
+    print("stray print, flushed", flush=True)
+    os.write(1, b"stray os.write\\n")
+    print("stray print, left in the buffer")
+    return "shouted"
+
+cli.setup_logging("INFO")
+server = build_server(vault_ops.open_vault(Path(sys.argv[1]), scan=False))
+server.add_tool(shout)
+run_stdio(server)
+after = {"after": True, "stdin_blocking": os.get_blocking(0), "stdout_blocking": os.get_blocking(1)}
+os.write(1, json.dumps(after).encode() + b"\\n")
+"""
+
+
+@pytest.mark.parametrize("kind", ["pipes", "sockets"])
+def test_stray_output_goes_to_stderr_never_to_the_client(
+    brain_dir: Path, log: Path, kind: str
+) -> None:
+    wire = Wire([sys.executable, "-c", NOISY_SERVER, str(brain_dir)], log, kind)
+    try:
+        wire.initialize()
+        shouted = wire.reply(wire.request("tools/call", {"name": "shout", "arguments": {}}))
+        assert shouted["content"][0]["text"] == "shouted"
+        assert wire.reply(wire.request("ping")) == {}
+        wire.close_input()
+        after = wire.rest()
+        code, logged = wire.wait()
+    finally:
+        wire.release()
+    assert closed_cleanly(code, logged)
+    # fd 1 is the wire again after the session, and the pipes are back in blocking mode.
+    assert [json.loads(line) for line in after] == [
+        {"after": True, "stdin_blocking": True, "stdout_blocking": True}
+    ]
+    for stray in ("stray print, flushed", "stray os.write", "stray print, left in the buffer"):
+        assert stray in logged
+
+
+# -- how a session ends ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["pipes", "sockets"])
+def test_end_of_input_ends_the_server_and_closes_the_vault(
+    brain_dir: Path, log: Path, kind: str
+) -> None:
+    wire = Wire(lore_mcp(brain_dir), log, kind)
+    try:
+        wire.initialize()
+        assert wire.call_tool("get_graph")["structuredContent"]["shape"]["pages"] == 18
+        wire.close_input()
+        assert wire.rest() == []
+        code, logged = wire.wait()
+    finally:
+        wire.release()
+    assert closed_cleanly(code, logged)
+    assert not (brain_dir / ".lore" / "lore.db-wal").exists()  # SQLite closed cleanly
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "busy"])
+def test_a_client_that_stops_reading_ends_the_server_quietly(
+    brain_dir: Path, log: Path, busy: bool
+) -> None:
+    """Stdin stays open: the server notices the closed stdout by itself, whether it is
+    idle or in the middle of answering."""
+    wire = Wire(lore_mcp(brain_dir), log)
+    try:
+        wire.initialize()
+        if busy:
+            for _ in range(20):
+                wire.request("tools/call", {"name": "get_graph", "arguments": {}})
+        wire.close_output()
+        code, logged = wire.wait()
+    finally:
+        wire.release()
+    assert closed_cleanly(code, logged)
+    assert "the client closed its end of stdout" in logged
+
+
+# -- no pipes: the SDK's own transport -------------------------------------------------------
+
+
+def test_requests_from_a_file_are_served(brain_dir: Path, tmp_path: Path) -> None:
+    """stdin redirected from a file: the SDK's transport answers, and the end of the file
+    ends the session."""
+    requests = tmp_path / "requests.jsonl"
+    init = {
+        "protocolVersion": PROTOCOL,
+        "capabilities": {},
+        "clientInfo": {"name": "file", "version": "0"},
+    }
+    messages: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+    ]
+    requests.write_text("".join(json.dumps(m) + "\n" for m in messages), encoding="utf-8")
+    with requests.open("rb") as stdin:
+        done = subprocess.run(
+            lore_mcp(brain_dir),
+            stdin=stdin,
+            capture_output=True,
+            env=environment(),
+            timeout=HANG_GUARD,
+            check=False,
+        )
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [reply["id"] for reply in replies] == [1, 2]
+    assert replies[0]["result"]["protocolVersion"] == PROTOCOL
+    assert closed_cleanly(done.returncode, done.stderr.decode("utf-8"))
+
+
+def test_stdin_from_the_null_device_ends_at_once(brain_dir: Path) -> None:
+    done = subprocess.run(
+        lore_mcp(brain_dir),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=environment(),
+        timeout=HANG_GUARD,
+        check=False,
+    )
+    assert done.stdout == b""
+    assert closed_cleanly(done.returncode, done.stderr.decode("utf-8"))
