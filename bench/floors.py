@@ -1,8 +1,10 @@
 """The floor for comparison: what the same pages cost with nothing but the basics.
 
 Reading every file, inserting every page into a bare SQLite FTS5 table in one
-transaction, writing every page's bytes to a fresh folder, and one atomic write
-(temp file, fsync, rename, fsync of the folder) of a 2 KB page, timed many times.
+transaction, writing every page's bytes to a fresh folder, one atomic write (temp file,
+fsync, rename, fsync of the folder) of a 2 KB page, timed many times, and the start of an
+empty MCPServer (no tools, no vault): spawn to its answer to `initialize`, which no
+server built on the SDK can beat.
 """
 
 from __future__ import annotations
@@ -10,11 +12,16 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench.rawrpc import RawServer
 from lore_mcp import index
+
+EMPTY_SERVER = "from mcp.server.mcpserver import MCPServer; MCPServer('floor').run('stdio')"
 
 
 def _engine_fts_options() -> str:
@@ -92,3 +99,14 @@ def atomic_writes_ms(count: int, data: bytes) -> list[float]:
                 os.close(folder)
             samples.append((time.perf_counter() - began) * 1000)
     return samples
+
+
+def empty_server_start_s(env: dict[str, str]) -> float:
+    """Seconds from spawning a bare MCPServer over stdio to its `initialize` answer."""
+    began = time.perf_counter()
+    server = RawServer([sys.executable, "-c", EMPTY_SERVER], env, subprocess.DEVNULL)
+    try:
+        server.initialize()
+        return time.perf_counter() - began
+    finally:
+        server.close()

@@ -24,7 +24,7 @@ def server_command(vault: Path) -> list[str]:
 class RawServer:
     """A server process spoken to line by line (blocking; one request at a time)."""
 
-    def __init__(self, command: list[str], env: dict[str, str], stderr: IO[str]) -> None:
+    def __init__(self, command: list[str], env: dict[str, str], stderr: IO[str] | int) -> None:
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env
         )

@@ -181,6 +181,9 @@ def _floor_rows(result: dict[str, Any]) -> list[str]:
         ),
         ("in-process open (incremental pass)", f"{result['in_process_open_s']:.3f} s"),
     ]
+    if "empty_server_start_s" in floors:
+        start = floors["empty_server_start_s"]
+        rows.append(("empty MCPServer, spawn → initialize", f"{start:.3f} s"))
     ping = floors.get("ping_bare", {})
     if "median_ms" in ping:
         rows.append(

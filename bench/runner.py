@@ -145,6 +145,10 @@ def _floors(vault: vaults.Vault, calls: int) -> dict[str, Any]:
         "atomic_write_2kb": report.summary(
             measure.Timings(samples_ms=floors.atomic_writes_ms(calls, b"x" * 2048))
         ),
+        "empty_server_start_s": round(
+            statistics.median(floors.empty_server_start_s(measure.server_env()) for _ in range(3)),
+            4,
+        ),
     }
 
 
