@@ -1,4 +1,5 @@
-"""The SQLite index: schema versions, corruption, FTS escaping and CJK search."""
+"""The SQLite index: schema versions, corruption, FTS escaping and CJK search; index
+passes applied in batches."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import write
+from helpers import assert_matches_fresh
+from lore_mcp import indexing
 from lore_mcp import vault_ops as ops
 from lore_mcp.index import SCHEMA_VERSION, Index, PageRow, fts_query, fts_text
 from lore_mcp.state import DB_NAME, LORE_DIR
@@ -108,3 +112,58 @@ def test_truncated_index_is_rebuilt(brain_dir: Path) -> None:
     state = ops.open_vault(brain_dir)
     assert len(state.pages) == 18
     state.close()
+
+
+def test_a_file_gone_during_a_pass_in_batches_is_not_indexed(vault_dir: Path) -> None:
+    write(vault_dir, "Hub.md", "[[Alpha]] [[Beta]] [[Gamma]]\n")
+    state = ops.open_vault(vault_dir)
+    try:
+        assert sorted(state.placeholders) == ["alpha", "beta", "gamma"]
+        for name in ("Alpha", "Beta", "Gamma"):
+            write(vault_dir, f"{name}.md", "[[Hub]]\n")
+
+        def delete_gamma(done: int, total: int) -> None:  # after Alpha.md is read
+            (vault_dir / "Gamma.md").unlink(missing_ok=True)
+
+        with state.lock, state.index.write():
+            report = indexing.sync(state, progress=delete_gamma, batch_size=1)
+        assert (report.added, report.removed, report.pages) == (2, 0, 3)
+        assert sorted(state.placeholders) == ["gamma"]
+        assert ops.read_page(state, "Hub").links[2].exists is False
+        assert_matches_fresh(state)
+    finally:
+        state.close()
+
+
+def test_a_pass_in_batches_reports_like_one_pass(brain_dir: Path) -> None:
+    batched = ops.open_vault(brain_dir, scan=False)
+    try:
+        with batched.lock, batched.index.write():
+            indexing.load(batched)
+            report = indexing.sync(batched, batch_size=4)
+        assert (report.pages, report.added, report.updated, report.removed) == (18, 18, 0, 0)
+        assert report.placeholders == 1
+        assert_matches_fresh(batched)
+    finally:
+        batched.close()
+
+
+def test_a_pass_that_fails_halfway_leaves_no_half_applied_pages(vault_dir: Path) -> None:
+    state = ops.open_vault(vault_dir)
+    try:
+        for i in range(5):
+            write(vault_dir, f"p{i}.md", f"[[p{i + 1}]]\n")
+
+        def fail_on_the_fourth(done: int, total: int) -> None:
+            if done == 4:
+                raise OSError("the disk went away")
+
+        with pytest.raises(OSError), state.lock, state.index.write():
+            indexing.sync(state, progress=fail_on_the_fourth, batch_size=2)
+        # The index rolled back; operations must not see the batches applied before.
+        assert ops.list_pages(state, include_placeholders=True).total == 0
+        ops.apply_external_changes(state, [f"p{i}.md" for i in range(5)])
+        assert ops.list_pages(state).total == 5
+        assert_matches_fresh(state)
+    finally:
+        state.close()

@@ -1,14 +1,17 @@
-"""Random sequences of writes, then: the live index and graph equal a fresh index."""
+"""Random sequences of writes, and index passes applied in batches, then: the live index
+and graph equal a fresh index."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from helpers import assert_matches_fresh
+from lore_mcp import indexing
 from lore_mcp import vault_ops as ops
 from lore_mcp.errors import LoreError
 
@@ -102,3 +105,47 @@ def run(root: Path, steps: list[tuple[str, str, str]]) -> None:
 def test_random_operations_match_fresh_index(steps: list[tuple[str, str, str]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run(Path(tmp), steps)
+
+
+# Two spellings of one slug ("delta-page", "alpha") make the pass shadow one file.
+FILE_NAMES = [*NAMES, "Delta_Page", "ALPHA"]
+vault_files = st.dictionaries(st.sampled_from(FILE_NAMES), page_text(), max_size=9)
+# New text for a file, or None: the file is deleted.
+file_changes = st.dictionaries(st.sampled_from(FILE_NAMES), st.none() | page_text(), max_size=9)
+
+
+def _write_files(root: Path, files: dict[str, str | None], mtime_ns: int) -> None:
+    for name, text in files.items():
+        path = root / _file(name)
+        if text is None:
+            path.unlink(missing_ok=True)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=vault_files, changes=file_changes, batch_size=st.integers(1, 3))
+# An unchanged page's link must move from a placeholder to a page of a later batch.
+@example(
+    before={"Alpha": "[[Gamma]]\n"},
+    changes={"beta": "[[Alpha]]\n", "notes/Gamma": "[[beta]]\n"},
+    batch_size=1,
+)
+def test_a_pass_in_batches_matches_a_fresh_index(
+    before: dict[str, str], changes: dict[str, str | None], batch_size: int
+) -> None:
+    """Pages applied a few at a time, some linking to pages of later batches, some
+    replacing placeholders, some gone: the same index as one pass over every file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        _write_files(root, dict(before), mtime_ns=1_000_000_000)
+        state = ops.open_vault(root)
+        try:
+            _write_files(root, changes, mtime_ns=2_000_000_000)
+            with state.lock, state.index.write():
+                indexing.sync(state, batch_size=batch_size)
+            assert_matches_fresh(state)
+        finally:
+            state.close()

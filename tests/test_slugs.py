@@ -30,6 +30,8 @@ from lore_mcp.slugs import (
         ("記憶の話", "記憶の話"),
         ("नमस्ते दुनिया", "नमस्ते-दुनिया"),
         ("!!!", ""),
+        ("Tab\there~", "tabhere"),
+        ("x__y  z", "x-y-z"),
     ],
 )
 def test_slugify(segment: str, slug: str) -> None:
@@ -68,6 +70,19 @@ def test_resolution_rules() -> None:
     assert index.resolve(Key("b/bar", False)).slug == "b/bar"
     assert index.resolve(Key("bar", True)).slug is None
     assert index.resolve(Key("nothing", False)).slug is None
+
+
+def test_close_names_follow_changes_before_and_after_the_first_lookup() -> None:
+    index = SlugIndex(["a/gardening", "b/gardening", "cooking"])
+    assert index.close_names("gardenin", 3) == ["gardening"]
+    index.add("c/gardener")
+    index.remove("a/gardening")
+    assert index.close_names("gardenin", 3) == ["gardening", "gardener"]
+    index.remove("b/gardening")  # the last page of that name: the name goes
+    index.add("cookery")
+    assert index.close_names("gardenin", 3) == ["gardener"]
+    assert index.close_names("cookin", 3) == ["cooking", "cookery"]
+    assert index.named("gardening") == []
 
 
 def test_names_accept_titles_paths_and_slugs() -> None:

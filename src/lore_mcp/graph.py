@@ -1,14 +1,18 @@
 """The link graph: a networkx `DiGraph` behind small functions that speak slugs.
 
-Nodes are pages and placeholders (attributes `title`, `placeholder`); an edge `a → b`
-means page `a` links to `b` at least once.
+Nodes are pages and placeholders; an edge `a → b` means page `a` links to `b` at least
+once. Titles and the placeholder flag live beside the graph rather than in per-node
+attribute dicts, edges carry no attributes (they all share one empty dict), and slugs
+are interned, so a node's name is stored once however many edges touch it.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 
@@ -20,25 +24,56 @@ class Node:
     is_placeholder: bool
 
 
+_NO_DATA: dict[str, Any] = {}  # never written to: the graph sets no attributes
+
+
+class _ThinDiGraph(nx.DiGraph):  # type: ignore[type-arg]
+    """A DiGraph whose nodes and edges all share one empty attribute dict (networkx's
+    documented `edge_attr_dict_factory` hook) instead of holding one dict each."""
+
+    def _shared_dict(self) -> dict[str, Any]:
+        return _NO_DATA
+
+    node_attr_dict_factory = _shared_dict
+    edge_attr_dict_factory = _shared_dict
+
+
+def _interned(edges: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+    for source, target in edges:
+        yield sys.intern(source), sys.intern(target)
+
+
 class LinkGraph:
     """The vault's pages and the links between them, in memory."""
 
     def __init__(self) -> None:
-        self._g: nx.DiGraph[str] = nx.DiGraph()
+        self._g: nx.DiGraph[str] = _ThinDiGraph()
+        self._titles: dict[str, str] = {}
+        self._placeholders: set[str] = set()
         self._nodes: tuple[Node, ...] | None = None  # built on demand, dropped on change
         self._folded: tuple[tuple[str, str], ...] | None = None
 
     def clear(self) -> None:
         self._g.clear()
+        self._titles.clear()
+        self._placeholders.clear()
         self._nodes = self._folded = None
 
     def set_node(self, slug: str, title: str, placeholder: bool) -> None:
-        self._g.add_node(slug, title=title, placeholder=placeholder)
+        slug = sys.intern(slug)
+        self._g.add_node(slug)
+        self._titles[slug] = title
+        if placeholder:
+            self._placeholders.add(slug)
+        else:
+            self._placeholders.discard(slug)
         self._nodes = self._folded = None
 
     def remove_node(self, slug: str) -> None:
         if slug in self._g:
             self._g.remove_node(slug)
+            self._titles.pop(slug, None)
+            self._placeholders.discard(slug)
             self._nodes = self._folded = None
 
     def __contains__(self, slug: object) -> bool:
@@ -50,15 +85,14 @@ class LinkGraph:
     def node(self, slug: str) -> Node | None:
         if slug not in self._g:
             return None
-        data = self._g.nodes[slug]
-        return Node(slug, str(data.get("title", slug)), bool(data.get("placeholder", False)))
+        return Node(slug, self._titles.get(slug, slug), slug in self._placeholders)
 
     def nodes(self) -> tuple[Node, ...]:
         """Every page and placeholder (kept between calls until the nodes change)."""
         if self._nodes is None:
+            titles, placeholders = self._titles, self._placeholders
             self._nodes = tuple(
-                Node(slug, str(data.get("title", slug)), bool(data.get("placeholder", False)))
-                for slug, data in self._g.nodes(data=True)
+                Node(slug, titles.get(slug, slug), slug in placeholders) for slug in self._g
             )
         return self._nodes
 
@@ -71,13 +105,17 @@ class LinkGraph:
     def replace_out_edges(self, sources: Iterable[str], edges: Iterable[tuple[str, str]]) -> None:
         """Drop every edge leaving `sources`, then add `edges` (which leave them)."""
         old = [
-            edge for source in sources if source in self._g for edge in self._g.out_edges(source)
+            (source, target)
+            for source in sources
+            if source in self._g
+            for target in self._g.successors(source)
         ]
         self._g.remove_edges_from(old)
-        self._g.add_edges_from(edges)
+        self._g.add_edges_from(_interned(edges))
 
     def add_edges(self, edges: Iterable[tuple[str, str]]) -> None:
-        self._g.add_edges_from(edges)
+        """Add edges (a pair given twice is one edge)."""
+        self._g.add_edges_from(_interned(edges))
 
     def linking_to(self, slug: str) -> list[str]:
         return sorted(self._g.predecessors(slug)) if slug in self._g else []
@@ -119,8 +157,8 @@ class LinkGraph:
         """Real pages with no links in or out (a self-link does not count)."""
         return sorted(
             slug
-            for slug, data in self._g.nodes(data=True)
-            if not data.get("placeholder")
+            for slug in self._g
+            if slug not in self._placeholders
             and not any(t != slug for t in self._g.successors(slug))
             and not any(s != slug for s in self._g.predecessors(slug))
         )
@@ -129,7 +167,7 @@ class LinkGraph:
         """Nodes with the most distinct pages linking in, most first, ties by slug."""
         pool = (
             (slug, int(self._g.in_degree(slug)))
-            for slug, data in self._g.nodes(data=True)
-            if bool(data.get("placeholder")) == placeholders
+            for slug in self._g
+            if (slug in self._placeholders) == placeholders
         )
         return heapq.nsmallest(count, (p for p in pool if p[1] > 0), key=lambda p: (-p[1], p[0]))

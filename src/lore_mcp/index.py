@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +118,16 @@ class PageRow:
     @property
     def is_placeholder(self) -> bool:
         return self.path is None
+
+
+class FileStamp(NamedTuple):
+    """An indexed page file as a pass over the files compares it with the disk."""
+
+    path: str
+    slug: str
+    size: int
+    mtime_ns: int
+    hash: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,7 +303,11 @@ class Index:
 
     def record_changes(self, slugs: Iterable[str]) -> None:
         self._conn.executemany("INSERT INTO changes(slug) VALUES (?)", ((s,) for s in slugs))
-        first, last = self._conn.execute("SELECT min(seq), max(seq) FROM changes").fetchone()
+        # Two subqueries: SQLite answers a lone min() or max() from the key, both at once
+        # only by scanning the table.
+        first, last = self._conn.execute(
+            "SELECT (SELECT min(seq) FROM changes), (SELECT max(seq) FROM changes)"
+        ).fetchone()
         if first is not None and last - first > 2 * CHANGELOG_KEEP:
             self._conn.execute("DELETE FROM changes WHERE seq <= ?", (last - CHANGELOG_KEEP,))
 
@@ -314,16 +328,19 @@ class Index:
             ],
         )
         ids = self._ids([row.slug for row, _ in pages])
+        # In rowid order: FTS5 flushes its pending terms whenever a rowid is lower than
+        # the one written before, and many small flushes make the index slow to build.
+        ordered = sorted(pages, key=lambda page: ids[page[0].slug])
         self._conn.executemany(
-            "DELETE FROM fts WHERE rowid = ?", [(ids[row.slug],) for row, _ in pages]
+            "DELETE FROM fts WHERE rowid = ?", [(ids[row.slug],) for row, _ in ordered]
         )
         self._conn.executemany(
             "INSERT INTO fts(rowid, title, body) VALUES (?, ?, ?)",
-            [
+            (
                 (ids[row.slug], fts_text(row.title), fts_text(body))
-                for row, body in pages
+                for row, body in ordered
                 if body is not None
-            ],
+            ),
         )
 
     def _where_in(self, sql: str, values: Sequence[str]) -> Iterator[Any]:
@@ -357,6 +374,18 @@ class Index:
 
     def all_pages(self) -> list[PageRow]:
         return [_page(r) for r in self._conn.execute(f"SELECT {_PAGE_COLS} FROM pages")]
+
+    def titles(self) -> list[tuple[str, str, bool]]:
+        """(slug, title, is_placeholder) of every page and placeholder."""
+        rows = self._conn.execute("SELECT slug, title, path IS NULL FROM pages")
+        return [(slug, title, bool(placeholder)) for slug, title, placeholder in rows]
+
+    def file_stamps(self) -> dict[str, FileStamp]:
+        """Every indexed page file by path: its slug, size, mtime and content hash."""
+        rows = self._conn.execute(
+            "SELECT path, slug, size, mtime_ns, hash FROM pages WHERE path IS NOT NULL"
+        )
+        return {row[0]: FileStamp._make(row) for row in rows}
 
     # -- links -----------------------------------------------------------------------
 
@@ -419,6 +448,11 @@ class Index:
             return [(str(a), str(b)) for a, b in rows]
         sql = "SELECT DISTINCT source, resolved FROM links WHERE source IN ({})"
         return [(str(a), str(b)) for a, b in self._where_in(sql, sources)]
+
+    def link_pairs(self) -> Iterator[tuple[str, str]]:
+        """(source, resolved) of every link, read as they come: a pair appears once per
+        link, so it repeats when a page links to the same target twice."""
+        return iter(self._conn.execute("SELECT source, resolved FROM links"))
 
     def first_targets(self, slugs: Sequence[str]) -> dict[str, str]:
         """For each slug, the target text of the first link to it (by source, then line)."""

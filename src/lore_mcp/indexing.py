@@ -3,7 +3,8 @@
 `apply` is the one place where pages enter and leave the index: it writes page rows,
 FTS text and links, re-resolves the links a change can affect, keeps placeholders in
 step, and updates the in-memory graph. `sync` compares the files on disk with the index
-and applies the difference; `refresh` brings this process up to date with what other
+and applies the difference, in batches when there is much of it, so the text of every
+page is never held at once; `refresh` brings this process up to date with what other
 processes committed. Callers hold the state's lock.
 """
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 
 from lore_mcp import links as linkparse
 from lore_mcp.files import Parsed, inside, read_pages, scan_files
-from lore_mcp.index import LinkRow, PageRow
+from lore_mcp.index import FileStamp, LinkRow, PageRow
 from lore_mcp.models import SyncReport
 from lore_mcp.slugs import Key, is_hidden, slug_from_path, suffixes, target_key
 from lore_mcp.state import LORE_DIR, AppState
@@ -26,6 +27,10 @@ from lore_mcp.state import LORE_DIR, AppState
 log = logging.getLogger(__name__)
 
 MAX_CONTEXT_CHARS = 240
+# Parsed pages applied at a time by a pass over the files. A pass with more pages to
+# read announces them first (`_expect`), so links to later batches resolve at once, and
+# settles placeholders once at the end (`_settle`), so no batch redoes that work.
+APPLY_BATCH = 1000
 
 Progress = Callable[[int, int], None]
 
@@ -41,9 +46,9 @@ class Applied:
 # -- apply ------------------------------------------------------------------------------
 
 
-def _resolve(state: AppState, source: str, key: str, exact: bool) -> tuple[str, bool]:
-    res = state.pages.resolve(Key(key, exact), source)
-    return (res.slug, res.ambiguous) if res.slug is not None else (key, False)
+def _resolve(state: AppState, source: str, key: Key) -> tuple[str, bool]:
+    res = state.pages.resolve(key, source)
+    return (res.slug, res.ambiguous) if res.slug is not None else (key.path, False)
 
 
 def link_rows(state: AppState, parsed: Parsed) -> list[LinkRow]:
@@ -57,7 +62,7 @@ def link_rows(state: AppState, parsed: Parsed) -> list[LinkRow]:
         key = target_key(link.target, source)
         if key is None:
             continue
-        resolved, ambiguous = _resolve(state, source, key.path, key.exact)
+        resolved, ambiguous = _resolve(state, source, key)
         context = lines[link.line - 1].strip() if link.line <= len(lines) else ""
         rows.append(
             LinkRow(
@@ -81,8 +86,18 @@ def placeholder_title(target: str) -> str:
     return name[:-3] if name.lower().endswith(".md") else name
 
 
-def apply(state: AppState, upserts: Iterable[Parsed], removals: Iterable[str]) -> Applied:
-    """Put pages into the index and graph and take others out, in one transaction."""
+def apply(
+    state: AppState,
+    upserts: Iterable[Parsed],
+    removals: Iterable[str],
+    unsettled: set[str] | None = None,
+) -> Applied:
+    """Put pages into the index and graph and take others out, in one transaction.
+
+    With `unsettled` (a pass applied in batches), placeholders are left as they are: the
+    slugs whose placeholder status may change are added to the set instead, for
+    `_settle` to handle once, after the last batch.
+    """
     upserts = list(upserts)
     upserted = {p.row.slug for p in upserts}
     removed = set(removals) - upserted
@@ -108,11 +123,42 @@ def apply(state: AppState, upserts: Iterable[Parsed], removals: Iterable[str]) -
         candidates.update(row.resolved for row in rows)
         index.upsert_pages([(parsed.row, parsed.body) for parsed in upserts])
         index.add_links(rows)
-        applied = _settle_placeholders(state, candidates)
         touched |= removed | upserted
-        _update_graph(state, upserts, candidates, applied, touched)
+        if unsettled is None:
+            applied = _settle_placeholders(state, candidates)
+            _update_graph(state, upserts, candidates, applied, touched)
+        else:
+            unsettled |= candidates
+            applied = Applied()
+            _update_graph(state, upserts, set(), applied, touched)
         index.record_changes(sorted(touched | candidates))
     return applied
+
+
+def _settle(state: AppState, slugs: set[str]) -> None:
+    """Settle the placeholders (and their nodes) that batches applied with `unsettled`
+    left for later."""
+    state.generation += 1
+    with state.index.write():
+        applied = _settle_placeholders(state, slugs)
+        _update_graph(state, [], slugs, applied, set())
+        state.index.record_changes(sorted(slugs))
+
+
+def _expect(state: AppState, slugs: Iterable[str], unsettled: set[str]) -> set[str]:
+    """Let links resolve to pages that the next batches will bring, as if they were
+    there already, so each link resolves once, as in one `apply` of every page; returns
+    the slugs that were not pages yet. A page that does not come must be removed with
+    `apply`. Placeholders are left to `_settle`, like the batches'."""
+    new = {slug for slug in slugs if slug not in state.pages}
+    if new:
+        state.generation += 1
+        with state.index.write():
+            state.pages.update(new)
+            touched = _reresolve(state, new, unsettled)
+            _update_graph(state, [], set(), Applied(), touched)
+            state.index.record_changes(sorted(touched))
+    return new
 
 
 def _reresolve(state: AppState, appeared_or_gone: set[str], candidates: set[str]) -> set[str]:
@@ -121,7 +167,7 @@ def _reresolve(state: AppState, appeared_or_gone: set[str], candidates: set[str]
     updates: list[tuple[int, str, bool]] = []
     sources: set[str] = set()
     for link in state.index.links_with_keys(keys):
-        resolved, ambiguous = _resolve(state, link.source, link.key, link.exact)
+        resolved, ambiguous = _resolve(state, link.source, Key(link.key, link.exact))
         if (resolved, ambiguous) != (link.resolved, link.ambiguous):
             updates.append((link.id, resolved, ambiguous))
             candidates.update((resolved, link.resolved))
@@ -181,15 +227,21 @@ def load(state: AppState) -> None:
     state.graph.clear()
     state.pages.clear()
     state.placeholders.clear()
-    for row in state.index.all_pages():
-        (state.placeholders if row.is_placeholder else state.pages).add(row.slug)
-        state.graph.set_node(row.slug, row.title, row.is_placeholder)
-    state.graph.add_edges(state.index.edges())
+    nodes = state.index.titles()
+    state.pages.update(slug for slug, _, placeholder in nodes if not placeholder)
+    state.placeholders.update(slug for slug, _, placeholder in nodes if placeholder)
+    for slug, title, placeholder in nodes:
+        state.graph.set_node(slug, title, placeholder)
+    state.graph.add_edges(state.index.link_pairs())
     state.data_version = state.index.data_version()
+    state.needs_load = False
 
 
 def refresh(state: AppState) -> None:
     """Take in what other processes committed since this one last looked."""
+    if state.needs_load:
+        load(state)
+        return
     version = state.index.data_version()
     if version == state.data_version:
         return
@@ -214,23 +266,44 @@ def refresh(state: AppState) -> None:
 
 
 def sync(
-    state: AppState, scope: Iterable[str] | None = None, progress: Progress | None = None
+    state: AppState,
+    scope: Iterable[str] | None = None,
+    progress: Progress | None = None,
+    batch_size: int = APPLY_BATCH,
 ) -> SyncReport:
     """Bring the index in line with the files: parse what changed, drop what is gone.
 
     With `scope` (vault-relative files or folders), only those paths are looked at.
+    Parsed pages are applied `batch_size` at a time, so a first index never holds the
+    text of every page at once.
     """
     started = time.perf_counter()
-    indexed = {r.path: r for r in state.index.all_pages() if r.path is not None}
+    generation = state.generation
+    try:
+        return _sync(state, scope, progress, batch_size, started)
+    except BaseException:
+        if state.generation != generation:
+            # Pages went into the graph that the caller's rollback takes out of the index.
+            state.needs_load = True
+        raise
+
+
+def _sync(
+    state: AppState,
+    scope: Iterable[str] | None,
+    progress: Progress | None,
+    batch_size: int,
+    started: float,
+) -> SyncReport:
+    indexed = state.index.file_stamps()
     if scope is None:
         files = scan_files(state.root)
         in_scope = dict(indexed)
     else:
         files, in_scope = _scan_scope(state, sorted(set(scope)), indexed)
     winners, skipped = _winners(state, files, full=scope is None)
-    by_slug = {r.slug: r for r in in_scope.values()}
-    removals = {slug for slug in by_slug if slug not in winners}
-    todo: list[str] = []
+    removals = {r.slug for r in in_scope.values() if r.slug not in winners}
+    todo: dict[str, str] = {}  # path -> slug of the files to read
     unchanged = 0
     for slug, rel in winners.items():
         row, st = indexed.get(rel), files[rel]
@@ -241,42 +314,84 @@ def sync(
         ):
             unchanged += 1
         else:
-            todo.append(rel)
-    parsed: list[Parsed] = []
-    for done, (rel, page) in enumerate(read_pages(state.root, sorted(todo)), 1):
-        old = indexed.get(rel)
-        if page is None:
-            removals.add(slug_from_path(rel))
-        elif old is not None and old.slug == page.row.slug and old.hash == page.row.hash:
-            with state.index.write():
-                state.index.touch_page(old.slug, page.row.size, page.row.mtime_ns)
-            unchanged += 1
-        else:
-            parsed.append(page)
-        if progress is not None:
-            progress(done, len(todo))
-        if done % 2000 == 0:
-            log.info("indexing: read %d of %d changed files", done, len(todo))
-    removals &= set(state.pages)
-    if parsed or removals:
-        apply(state, parsed, removals)
-    added = sum(1 for p in parsed if p.row.path not in indexed)
+            todo[rel] = slug
+    counts = _read_and_apply(
+        state, todo, indexed, removals, progress=progress, batch_size=batch_size
+    )
     return SyncReport(
         pages=len(state.pages),
         placeholders=len(state.placeholders),
         links=state.index.count_links(),
-        added=added,
-        updated=len(parsed) - added,
-        removed=len(removals - {p.row.slug for p in parsed}),
-        unchanged=unchanged,
+        added=counts.added,
+        updated=counts.updated,
+        removed=counts.removed,
+        unchanged=unchanged + counts.unchanged,
         skipped=skipped,
         seconds=round(time.perf_counter() - started, 3),
     )
 
 
+@dataclass(slots=True)
+class _Counts:
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+
+
+def _read_and_apply(
+    state: AppState,
+    todo: dict[str, str],
+    indexed: dict[str, FileStamp],
+    removals: set[str],
+    *,
+    progress: Progress | None,
+    batch_size: int,
+) -> _Counts:
+    """Read the files in `todo` (path -> slug) and apply those whose content changed,
+    `batch_size` at a time; then take out `removals` and the pages that did not read."""
+    counts = _Counts()
+    unsettled: set[str] | None = None
+    expected: set[str] = set()
+    if len(todo) > batch_size:
+        unsettled = set()
+        expected = _expect(state, todo.values(), unsettled)
+    batch: list[Parsed] = []
+    applied: set[str] = set()
+    for done, (rel, page) in enumerate(read_pages(state.root, sorted(todo)), 1):
+        old = indexed.get(rel)
+        if page is None:
+            removals.add(todo[rel])
+        elif old is not None and old.slug == page.row.slug and old.hash == page.row.hash:
+            with state.index.write():
+                state.index.touch_page(old.slug, page.row.size, page.row.mtime_ns)
+            counts.unchanged += 1
+        else:
+            batch.append(page)
+            applied.add(page.row.slug)
+            if old is None:
+                counts.added += 1
+            else:
+                counts.updated += 1
+        if len(batch) >= batch_size:
+            apply(state, batch, (), unsettled)
+            batch = []
+        if progress is not None:
+            progress(done, len(todo))
+        if done % 2000 == 0:
+            log.info("indexing: read %d of %d changed files", done, len(todo))
+    removals = {slug for slug in removals if slug in state.pages}  # expected ones too
+    if batch or removals:
+        apply(state, batch, removals, unsettled)
+    if unsettled:
+        _settle(state, unsettled)
+    counts.removed = len(removals - applied - expected)
+    return counts
+
+
 def _scan_scope(
-    state: AppState, scope: list[str], indexed: dict[str, PageRow]
-) -> tuple[dict[str, os.stat_result], dict[str, PageRow]]:
+    state: AppState, scope: list[str], indexed: dict[str, FileStamp]
+) -> tuple[dict[str, os.stat_result], dict[str, FileStamp]]:
     """The files under the given paths, and the index rows that lived there. Files
     elsewhere that share a slug with one of them come along, so collisions settle."""
     files: dict[str, os.stat_result] = {}

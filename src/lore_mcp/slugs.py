@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
+import threading
 import unicodedata
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import unquote
 
@@ -24,8 +26,11 @@ CLOSE_POOL = 64  # names per fuzzy lookup that difflib ranks
 # Not portable in file names, or (`[ ] # ^ |`) cannot be written inside a [[link]].
 _FORBIDDEN_FILE_CHARS = frozenset('<>:"|?*[]#^')
 _DASH_RUN = re.compile(r"-{2,}")
-_ASCII_DROPPED = re.compile(r"[^a-z0-9-]+")
-_SEPARATORS = str.maketrans({" ": "-", "_": "-"})
+# Lowercased ASCII: spaces and underscores become hyphens; what is not a-z, 0-9 or `-` goes.
+_ASCII_SLUG = str.maketrans(
+    {chr(c): None for c in range(128) if not (chr(c).isalnum() or chr(c) in " _-")}
+    | {" ": "-", "_": "-"}
+)
 
 
 @lru_cache(maxsize=65536)
@@ -33,14 +38,16 @@ def slugify(segment: str) -> str:
     """Normalise one path segment: `My Page_1` → `my-page-1`, `Ünïcode Ω` → `ünïcode-ω`."""
     text = segment.strip().lower()
     if text.isascii():
-        text = _ASCII_DROPPED.sub("", text.translate(_SEPARATORS))
+        text = text.translate(_ASCII_SLUG)
     else:
         text = "".join(
             "-" if char in " _" else char
             for char in unicodedata.normalize("NFC", text)
             if char in " _-" or char.isalnum() or _is_combining(char)
         )
-    return _DASH_RUN.sub("-", text).strip("-")
+    if "--" in text:
+        text = _DASH_RUN.sub("-", text)
+    return text.strip("-")
 
 
 def _is_combining(char: str) -> bool:
@@ -53,7 +60,7 @@ def slug_from_path(rel_path: str) -> str:
     path = rel_path.replace("\\", "/")
     if path.lower().endswith(".md"):
         path = path[:-3]
-    return "/".join(s for s in (slugify(part) for part in path.split("/")) if s)
+    return "/".join([s for s in map(slugify, path.split("/")) if s])
 
 
 def title_from_path(rel_path: str) -> str:
@@ -208,44 +215,67 @@ class Resolution:
         return len(self.candidates) > 1
 
 
-@dataclass
 class SlugIndex:
-    """The set of real page slugs, indexed by last segment for suffix resolution."""
+    """The set of real page slugs, indexed by last segment for suffix resolution.
 
-    _slugs: set[str] = field(default_factory=set)
-    _by_last: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    _by_gram: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    The trigram index behind `close_names` is built on the first call that needs it
+    (most processes never misspell a name) and kept in step from then on; a lock keeps
+    that build whole when another thread changes the set.
+    """
 
     def __init__(self, slugs: Iterable[str] = ()) -> None:
-        self._slugs = set()
-        self._by_last = defaultdict(set)
-        self._by_gram = defaultdict(set)  # trigram -> last segments holding it
-        for slug in slugs:
-            self.add(slug)
+        self._slugs: set[str] = set()
+        self._by_last: dict[str, set[str]] = {}
+        self._by_gram: dict[str, list[str]] | None = None  # trigram -> last segments
+        self._lock = threading.Lock()
+        self.update(slugs)
 
     def add(self, slug: str) -> None:
+        with self._lock:
+            self._add(slug)
+
+    def update(self, slugs: Iterable[str]) -> None:
+        """Add many slugs."""
+        with self._lock:
+            for slug in slugs:
+                self._add(slug)
+
+    def _add(self, slug: str) -> None:
+        slug = sys.intern(slug)  # one copy of each slug, shared with the graph
         self._slugs.add(slug)
         last = slug.rpartition("/")[2]
-        bucket = self._by_last[last]
-        if not bucket:
+        bucket = self._by_last.get(last)
+        if bucket is not None:
+            bucket.add(slug)
+            return
+        self._by_last[last] = {slug}
+        if self._by_gram is not None:
             for gram in _trigrams(last):
-                self._by_gram[gram].add(last)
-        bucket.add(slug)
+                self._by_gram.setdefault(gram, []).append(last)
 
     def remove(self, slug: str) -> None:
-        self._slugs.discard(slug)
-        last = slug.rpartition("/")[2]
-        bucket = self._by_last.get(last)
-        if bucket is not None and slug in bucket:
+        with self._lock:
+            self._slugs.discard(slug)
+            last = slug.rpartition("/")[2]
+            bucket = self._by_last.get(last)
+            if bucket is None or slug not in bucket:
+                return
             bucket.discard(slug)
-            if not bucket:
+            if bucket:
+                return
+            del self._by_last[last]
+            if self._by_gram is not None:
                 for gram in _trigrams(last):
-                    self._by_gram[gram].discard(last)
+                    self._by_gram[gram].remove(last)
 
     def close_names(self, word: str, count: int) -> list[str]:
         """Last segments spelled like `word`, closest first: the names sharing the most
         trigrams with it, ranked by difflib."""
-        tally = Counter(name for gram in _trigrams(word) for name in self._by_gram.get(gram, ()))
+        with self._lock:
+            if self._by_gram is None:
+                self._by_gram = _gram_index(self._by_last)
+            grams = self._by_gram
+            tally = Counter(name for gram in _trigrams(word) for name in grams.get(gram, ()))
         pool = [name for name, _ in tally.most_common(CLOSE_POOL)]
         return difflib.get_close_matches(word, pool, n=count, cutoff=0.6)
 
@@ -254,9 +284,10 @@ class SlugIndex:
         return sorted(self._by_last.get(last, ()))
 
     def clear(self) -> None:
-        self._slugs.clear()
-        self._by_last.clear()
-        self._by_gram.clear()
+        with self._lock:
+            self._slugs.clear()
+            self._by_last.clear()
+            self._by_gram = None
 
     def __contains__(self, slug: object) -> bool:
         return slug in self._slugs
@@ -288,6 +319,14 @@ class SlugIndex:
             return Resolution(found[0])
         chosen = pick_candidate(found, source_slug)
         return Resolution(chosen, tuple(found))
+
+
+def _gram_index(names: Iterable[str]) -> dict[str, list[str]]:
+    index: dict[str, list[str]] = {}
+    for name in names:
+        for gram in _trigrams(name):
+            index.setdefault(gram, []).append(name)
+    return index
 
 
 def _trigrams(word: str) -> set[str]:

@@ -45,6 +45,7 @@ class AppState:
     max_result_chars: int = MAX_RESULT_CHARS
     data_version: int = 0
     generation: int = 0  # counts in-memory changes made by `indexing.apply`
+    needs_load: bool = False  # the graph and slug sets must be rebuilt from the index
 
     @property
     def lore_dir(self) -> Path:
