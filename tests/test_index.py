@@ -15,7 +15,7 @@ from conftest import write
 from helpers import assert_matches_fresh
 from lore_mcp import indexing
 from lore_mcp import vault_ops as ops
-from lore_mcp.index import SCHEMA_VERSION, Index, PageRow, fts_query, fts_text
+from lore_mcp.index import SCHEMA_VERSION, SNIPPET_MAX_BYTES, Index, PageRow, fts_query, fts_text
 from lore_mcp.state import DB_NAME, LORE_DIR
 
 
@@ -65,6 +65,26 @@ def test_chinese_and_japanese_words_inside_runs(vault_dir: Path) -> None:
         hit = ops.search(state, "上下文").hits[0]
         assert "**上下文**" in hit.snippet.replace("** **", "").replace("****", "")
         assert "\x1f" not in hit.snippet
+    finally:
+        state.close()
+
+
+def test_long_pages_get_a_plain_snippet_at_the_first_hit(vault_dir: Path) -> None:
+    # FTS5's snippet() is quadratic in a page's hits: pages over SNIPPET_MAX_BYTES get
+    # the engine's own, around the first place a query word starts a word.
+    filler = "Nothing to see in this line at all.\n" * (SNIPPET_MAX_BYTES // 30)
+    write(vault_dir, "Long.md", filler + "The Palaces stood here. " + "palace " * 30_000)
+    write(vault_dir, "Short.md", "One palace only.\n")
+    write(vault_dir, "Kana.md", filler + "長期記憶の話をしよう。\n")
+    state = ops.open_vault(vault_dir)
+    try:
+        hits = {h.slug: h.snippet for h in ops.search(state, "palace").hits}
+        assert hits["short"] == "One **palace** only."
+        assert hits["long"].startswith("…")
+        assert "…this line at all. The **Palaces** stood here. **palace** **palace**" in hits["long"]
+        assert hits["long"].endswith("…")
+        kana = ops.search(state, "記憶").hits[0].snippet
+        assert "長期**記憶の話をしよう**" in kana and "\x1f" not in kana
     finally:
         state.close()
 

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 30_000
 CHANGELOG_KEEP = 20_000
+SNIPPET_MAX_BYTES = 16_384  # longer pages get `_long_snippet` (see `search`)
 _CHUNK = 500
 
 _SCHEMA = """
@@ -71,10 +72,13 @@ _CJK_CHAR = re.compile(f"[{_CJK}]+")
 _SEP = "\x1f"
 _QUERY_TERM = re.compile(r'"([^"]*)"|([^\s"]+)')
 _WORD = re.compile(r"\w+")
+_NON_SPACE = re.compile(r"\S+")
 
 
 def fts_text(text: str) -> str:
     """Text as stored in the FTS table: CJK characters split into single tokens."""
+    if text.isascii():  # most pages: no regex scan needed
+        return text
     return _CJK_CHAR.sub(_split_cjk, text) if _CJK_CHAR.search(text) else text
 
 
@@ -343,11 +347,12 @@ class Index:
             ),
         )
 
-    def _where_in(self, sql: str, values: Sequence[str]) -> Iterator[Any]:
+    def _where_in(self, sql: str, values: Sequence[Any], first: Any = None) -> Iterator[Any]:
         """Rows of `sql`, whose `{}` becomes `?` marks for `values`, asked in chunks so no
-        query exceeds SQLite's limit on parameters."""
+        query exceeds SQLite's limit on parameters. `first`, if given, is bound before them."""
+        lead = () if first is None else (first,)
         for chunk in _chunks(values):
-            yield from self._conn.execute(sql.format(_marks(len(chunk))), tuple(chunk))
+            yield from self._conn.execute(sql.format(_marks(len(chunk))), (*lead, *chunk))
 
     def _ids(self, slugs: Sequence[str]) -> dict[str, int]:
         return dict(self._where_in("SELECT slug, id FROM pages WHERE slug IN ({})", slugs))
@@ -500,12 +505,52 @@ class Index:
         if match is None:
             return []
         rows = self._conn.execute(
-            "SELECT p.slug, p.title, snippet(fts, 1, '**', '**', '…', 16), "
-            "bm25(fts, 10.0, 1.0) AS rank FROM fts JOIN pages p ON p.id = fts.rowid "
-            "WHERE fts MATCH ? ORDER BY rank LIMIT ?",
+            "SELECT p.id, p.slug, p.title, p.size, bm25(fts, 10.0, 1.0) AS rank "
+            "FROM fts JOIN pages p ON p.id = fts.rowid WHERE fts MATCH ? ORDER BY rank LIMIT ?",
             (match, limit),
         ).fetchall()
-        return [SearchRow(str(s), str(t), _clean_snippet(str(n)), -float(r)) for s, t, n, r in rows]
+        # FTS5's snippet() takes time quadratic in the hits within a page (seconds on a
+        # 1 MB page full of the word): long pages get a plain snippet of their own.
+        short = [row_id for row_id, _, _, size, _ in rows if size <= SNIPPET_MAX_BYTES]
+        snippets = dict(
+            self._where_in(
+                "SELECT rowid, snippet(fts, 1, '**', '**', '…', 16) FROM fts "
+                "WHERE fts MATCH ? AND rowid IN ({})",
+                short,
+                first=match,
+            )
+        )
+        return [
+            SearchRow(
+                str(slug),
+                str(title),
+                _clean_snippet(str(snippets[row_id]))
+                if row_id in snippets
+                else self._long_snippet(row_id, query),
+                -float(rank),
+            )
+            for row_id, slug, title, _, rank in rows
+        ]
+
+    def _long_snippet(self, row_id: int, query: str) -> str:
+        """A snippet of a long page: about sixteen words around the first place where a
+        query word starts a word (case-insensitive), the words marked like snippet()'s."""
+        row = self._conn.execute("SELECT body FROM fts WHERE rowid = ?", (row_id,)).fetchone()
+        body = str(row[0]).replace(_SEP, "") if row else ""
+        words = sorted({w.lower() for w in _WORD.findall(query)}, key=len, reverse=True)
+        if not words:
+            return ""
+        starts = "|".join(("" if fts_text(w) != w else r"\b") + re.escape(w) for w in words)
+        pattern = re.compile(f"(?:{starts})\\w*", re.I)
+        found = pattern.search(body)
+        start = 0 if found is None else found.start()
+        left = max(0, start - 200)
+        before = [m.start() for m in _NON_SPACE.finditer(body, left, start)][-5:]
+        after = [m.end() for m in _NON_SPACE.finditer(body, start, start + 600)][:11]
+        begin = before[0] if before else start
+        end = after[-1] if after else start
+        text = pattern.sub(lambda m: f"**{m.group()}**", " ".join(body[begin:end].split()))
+        return ("…" if begin > 0 else "") + text + ("…" if end < len(body) else "")
 
     def pages_matching(self, query: str, limit: int) -> list[str]:
         """Slugs of pages whose text contains all words of `query` (unranked)."""
