@@ -8,13 +8,50 @@ are interned, so a node's name is stored once however many edges touch it.
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
+
+
+class TitleIndex:
+    """(slug, lowercased title) pairs, searchable by substring at the speed of `str.find`:
+    each column is also one string, its entries joined by NUL (which no slug, title or
+    query word holds)."""
+
+    def __init__(self, entries: tuple[tuple[str, str], ...]) -> None:
+        self.entries = entries
+        self._columns = tuple(_Column([entry[i] for entry in entries]) for i in (0, 1))
+
+    def containing(self, in_slug: str, in_title: str) -> list[tuple[str, str]]:
+        """The entries whose slug holds `in_slug` or whose title holds `in_title`, in order."""
+        found: set[int] = set()
+        for column, part in zip(self._columns, (in_slug, in_title), strict=True):
+            found.update(column.holding(part))
+        return [self.entries[i] for i in sorted(found)]
+
+
+class _Column:
+    def __init__(self, values: list[str]) -> None:
+        self.text = "\0".join(values) + "\0"
+        self.starts = list(itertools.accumulate((len(v) + 1 for v in values[:-1]), initial=0))
+
+    def holding(self, part: str) -> Iterator[int]:
+        if not part or "\0" in part or not self.starts:
+            return
+        at = self.text.find(part)
+        while at >= 0:
+            entry = bisect.bisect_right(self.starts, at) - 1
+            yield entry
+            following = entry + 1
+            if following >= len(self.starts):
+                return
+            at = self.text.find(part, self.starts[following])
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +88,7 @@ class LinkGraph:
         self._titles: dict[str, str] = {}
         self._placeholders: set[str] = set()
         self._nodes: tuple[Node, ...] | None = None  # built on demand, dropped on change
-        self._folded: tuple[tuple[str, str], ...] | None = None
+        self._folded: TitleIndex | None = None
 
     def clear(self) -> None:
         self._g.clear()
@@ -96,10 +133,10 @@ class LinkGraph:
             )
         return self._nodes
 
-    def folded_titles(self) -> tuple[tuple[str, str], ...]:
-        """(slug, lowercased title) of every node, for title lookups."""
+    def folded_titles(self) -> TitleIndex:
+        """Every node's slug and lowercased title, for title lookups."""
         if self._folded is None:
-            self._folded = tuple((n.slug, n.title.lower()) for n in self.nodes())
+            self._folded = TitleIndex(tuple((n.slug, n.title.lower()) for n in self.nodes()))
         return self._folded
 
     def replace_out_edges(self, sources: Iterable[str], edges: Iterable[tuple[str, str]]) -> None:

@@ -713,9 +713,7 @@ def search_titles(state: AppState, query: str, limit: int = 20) -> TitleMatches:
             return TitleMatches(query=query, matches=[])
         ranked: dict[str, tuple[int, str]] = {}
         kinds = ("exact", "prefix", "substring")
-        for slug, title in state.graph.folded_titles():
-            if wanted not in slug and text not in title:
-                continue
+        for slug, title in state.graph.folded_titles().containing(wanted, text):
             last = slug.rpartition("/")[2]
             if wanted in (slug, last) or text == title:
                 rank = 0
