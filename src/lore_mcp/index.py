@@ -347,12 +347,11 @@ class Index:
             ),
         )
 
-    def _where_in(self, sql: str, values: Sequence[Any], first: Any = None) -> Iterator[Any]:
+    def _where_in(self, sql: str, values: Sequence[str]) -> Iterator[Any]:
         """Rows of `sql`, whose `{}` becomes `?` marks for `values`, asked in chunks so no
-        query exceeds SQLite's limit on parameters. `first`, if given, is bound before them."""
-        lead = () if first is None else (first,)
+        query exceeds SQLite's limit on parameters."""
         for chunk in _chunks(values):
-            yield from self._conn.execute(sql.format(_marks(len(chunk))), (*lead, *chunk))
+            yield from self._conn.execute(sql.format(_marks(len(chunk))), tuple(chunk))
 
     def _ids(self, slugs: Sequence[str]) -> dict[str, int]:
         return dict(self._where_in("SELECT slug, id FROM pages WHERE slug IN ({})", slugs))
@@ -504,32 +503,24 @@ class Index:
         match = fts_query(query)
         if match is None:
             return []
-        rows = self._conn.execute(
-            "SELECT p.id, p.slug, p.title, p.size, bm25(fts, 10.0, 1.0) AS rank "
-            "FROM fts JOIN pages p ON p.id = fts.rowid WHERE fts MATCH ? ORDER BY rank LIMIT ?",
-            (match, limit),
-        ).fetchall()
         # FTS5's snippet() takes time quadratic in the hits within a page (seconds on a
         # 1 MB page full of the word): long pages get a plain snippet of their own.
-        short = [row_id for row_id, _, _, size, _ in rows if size <= SNIPPET_MAX_BYTES]
-        snippets = dict(
-            self._where_in(
-                "SELECT rowid, snippet(fts, 1, '**', '**', '…', 16) FROM fts "
-                "WHERE fts MATCH ? AND rowid IN ({})",
-                short,
-                first=match,
-            )
-        )
+        rows = self._conn.execute(
+            "SELECT p.id, p.slug, p.title, CASE WHEN p.size <= ? "
+            "THEN snippet(fts, 1, '**', '**', '…', 16) END, bm25(fts, 10.0, 1.0) AS rank "
+            "FROM fts JOIN pages p ON p.id = fts.rowid WHERE fts MATCH ? ORDER BY rank LIMIT ?",
+            (SNIPPET_MAX_BYTES, match, limit),
+        ).fetchall()
         return [
             SearchRow(
                 str(slug),
                 str(title),
-                _clean_snippet(str(snippets[row_id]))
-                if row_id in snippets
+                _clean_snippet(str(snippet))
+                if snippet is not None
                 else self._long_snippet(row_id, query),
                 -float(rank),
             )
-            for row_id, slug, title, _, rank in rows
+            for row_id, slug, title, snippet, rank in rows
         ]
 
     def _long_snippet(self, row_id: int, query: str) -> str:
