@@ -1,11 +1,12 @@
-"""The title index behind search_titles: substring lookups over joined columns."""
+"""The link graph's helpers: the title index behind search_titles, the shared attribute dict."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lore_mcp.graph import TitleIndex
+from lore_mcp.graph import LinkGraph, Node, TitleIndex
 
 _TEXT = st.text(alphabet="ab/-é 記\0", max_size=6)
 
@@ -30,3 +31,15 @@ def test_containing_keeps_order_and_reports_each_entry_once() -> None:
     assert index.containing("ab", "ab") == [("a/ab", "ab ab"), ("ab", "ab")]
     assert index.containing("", "") == []
     assert TitleIndex(()).containing("a", "a") == []
+
+
+def test_the_shared_attribute_dict_refuses_writes() -> None:
+    graph = LinkGraph()
+    graph.set_node("a", "A", placeholder=False)
+    graph.set_node("b", "B", placeholder=True)
+    graph.add_edges([("a", "b")])
+    with pytest.raises(TypeError):
+        graph._g.add_edge("a", "b", weight=2)
+    with pytest.raises(TypeError):
+        graph._g.nodes["a"]["title"] = "x"
+    assert graph.node("b") == Node("b", "B", True)

@@ -61,7 +61,22 @@ class Node:
     is_placeholder: bool
 
 
-_NO_DATA: dict[str, Any] = {}  # never written to: the graph sets no attributes
+class _NoData(dict[str, Any]):
+    """The one attribute dict every node and edge shares: empty, and loud if anything
+    tries to write to it (which would write to every node and edge at once)."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        raise TypeError("the link graph keeps no node or edge attributes")
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        if any(args) or kwargs:  # networkx calls update({}) when adding a bare node or edge
+            raise TypeError("the link graph keeps no node or edge attributes")
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        raise TypeError("the link graph keeps no node or edge attributes")
+
+
+_NO_DATA = _NoData()
 
 
 class _ThinDiGraph(nx.DiGraph):  # type: ignore[type-arg]
