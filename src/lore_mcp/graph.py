@@ -42,7 +42,7 @@ class _Column:
         self.starts = list(itertools.accumulate((len(v) + 1 for v in values[:-1]), initial=0))
 
     def holding(self, part: str) -> Iterator[int]:
-        if not part or "\0" in part or not self.starts:
+        if not part or "\0" in part:
             return
         at = self.text.find(part)
         while at >= 0:
