@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import re
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -167,8 +169,20 @@ def test_fast_path_skips_the_parser(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*args: object, **kwargs: object) -> None:
         raise AssertionError("parser called")
 
-    monkeypatch.setattr(links._MD, "parse", boom)
+    monkeypatch.setattr(links._md(), "parse", boom)
     assert extract_links("# Title\n\nNo links [here] at all. ![img](x.png)\n" * 50) == []
+
+
+def test_markdown_it_is_loaded_only_when_a_page_needs_it() -> None:
+    script = (
+        "import sys\n"
+        "from lore_mcp.links import extract_links\n"
+        "assert [l.target for l in extract_links('See [[a]] and `[[b]]`.')] == ['a']\n"
+        "assert 'markdown_it' not in sys.modules\n"
+        "assert [l.target for l in extract_links('<b>[[c]]</b>')] == ['c']\n"
+        "assert 'markdown_it' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
 
 
 # --- line numbers -------------------------------------------------------------------------

@@ -8,7 +8,7 @@ Rewriting finds each link in its source line by counting occurrences of its text
 
 Most pages never reach the parser: prose, fences at the left margin and code spans that
 close on their line are read by a plain scan that finds the same links (see `_fast_links`;
-a property test holds the two to each other).
+a property test holds the two to each other). markdown-it is imported on first need.
 """
 
 from __future__ import annotations
@@ -18,11 +18,14 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.rules_core import StateCore
-from markdown_it.rules_inline import StateInline, autolink, backtick, html_inline, image
-from markdown_it.token import Token
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.rules_core import StateCore
+    from markdown_it.rules_inline import StateInline
+    from markdown_it.token import Token
 
 _LINK = re.compile(r"!?\[\[([^\[\]\n]+)\]\]")
 _EXTENSION = re.compile(r"\.(?=[0-9]*[A-Za-z])[A-Za-z0-9]{1,5}\Z")
@@ -108,6 +111,8 @@ def _wikilink_rule(state: StateInline, silent: bool) -> bool:
 
 
 def _image_rule(state: StateInline, silent: bool) -> bool:
+    from markdown_it.rules_inline import image
+
     # markdown-it parses image alt text as a separate source: remember where it starts.
     outer = _base(state)
     state.env[_BASE] = outer + state.pos + 2
@@ -119,6 +124,8 @@ def _image_rule(state: StateInline, silent: bool) -> bool:
 
 def _opaque_rule(state: StateInline, silent: bool) -> bool:
     """Code spans, autolinks and inline HTML, marked so that mentions skip them."""
+    from markdown_it.rules_inline import autolink, backtick, html_inline
+
     char, start, count = state.src[state.pos], state.pos, len(state.tokens)
     if char == "`":
         found = backtick(state, silent)
@@ -127,16 +134,6 @@ def _opaque_rule(state: StateInline, silent: bool) -> bool:
     if found and not silent and len(state.tokens) > count:
         state.tokens[-1].meta[_MASK] = (_base(state) + start, _base(state) + state.pos)
     return found
-
-
-class _Parser(MarkdownIt):
-    """Only tokens are needed, never HTML, so link URLs are taken as written."""
-
-    def normalizeLink(self, url: str) -> str:
-        return url
-
-    def validateLink(self, url: str) -> bool:
-        return True
 
 
 def _inline_rule(state: StateCore) -> None:
@@ -148,7 +145,22 @@ def _inline_rule(state: StateCore) -> None:
             state.md.inline.parse(token.content, state.md, state.env, token.children)
 
 
-def _build() -> MarkdownIt:
+@cache
+def _md() -> MarkdownIt:
+    """The parser, built on first use: most pages never need it (see `_fast_links`), and
+    a process that never does skips importing markdown-it. Never changed once built, so
+    threads share it."""
+    from markdown_it import MarkdownIt
+
+    class _Parser(MarkdownIt):
+        """Only tokens are needed, never HTML, so link URLs are taken as written."""
+
+        def normalizeLink(self, url: str) -> str:
+            return url
+
+        def validateLink(self, url: str) -> bool:
+            return True
+
     md = _Parser("commonmark").enable("table")
     md.disable(["lheading", "reference"])
     # Emphasis and entities never hide or form links: skip their work.
@@ -158,15 +170,12 @@ def _build() -> MarkdownIt:
     md.inline.ruler.before("link", "wikilink", _wikilink_rule)
     md.inline.ruler.at("image", _image_rule)
     md.inline.ruler.at("backticks", _opaque_rule)
-    md.parse("[[x]]", {_WANTED: _has_link})  # builds the rule caches before any thread shares md
+    md.parse("[[x]]", {_WANTED: _has_link})  # builds the rule caches before threads share md
     return md
 
 
 def _has_link(text: str) -> bool:
     return "[[" in text
-
-
-_MD = _build()  # set up once, never changed afterwards: safe to share between threads
 
 
 def _descendants(tokens: list[Token]) -> Iterator[Token]:
@@ -195,7 +204,7 @@ class _Block:
 
 def _blocks(markdown: str, wanted: Callable[[str], bool] = _has_link) -> Iterator[_Block]:
     """Every inline token; only those whose content is `wanted` are parsed for links."""
-    tokens = _MD.parse(markdown, {_WANTED: wanted})
+    tokens = _md().parse(markdown, {_WANTED: wanted})
     source: list[str] = []  # the source lines, split only if a block needs them
     for opener, token in itertools.pairwise(tokens):
         if token.type == "inline" and token.map:
