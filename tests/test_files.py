@@ -6,18 +6,18 @@ import os
 import time
 from pathlib import Path
 
-from conftest import BRAIN
 from lore_mcp import files
 
 
-def test_worker_processes_read_what_this_process_reads() -> None:
-    rels = sorted(files.scan_files(BRAIN))
-    here = list(files.read_pages(BRAIN, rels, workers=0))
-    shared = list(files.read_pages(BRAIN, rels, workers=2))
-    assert [rel for rel, _ in shared] == rels
-    assert shared == here
-    index = dict(here)["Index.md"]
-    assert index is not None and index.links
+def test_edges_skip_same_page_links_attachments_and_empty_targets() -> None:
+    text = "[[#Intro]] ![[chart.png]] [[..]]\n  [[./Sub/Note|alias]] and [[Other#Part]]  \n"
+    found = files.edges("folder/page", text)
+    assert found == [
+        files.Edge(
+            "./Sub/Note", 2, "[[./Sub/Note|alias]] and [[Other#Part]]", "folder/sub/note", True
+        ),
+        files.Edge("Other", 2, "[[./Sub/Note|alias]] and [[Other#Part]]", "other", False),
+    ]
 
 
 def test_stale_temp_files_are_removed_and_fresh_ones_kept(vault_dir: Path) -> None:

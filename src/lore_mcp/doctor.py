@@ -83,7 +83,7 @@ def _unindexed(
             continue
         if not slug_from_path(rel):
             reason = "the name has no letters or digits"
-        elif st.st_size > MAX_FILE_BYTES:
+        elif st.size > MAX_FILE_BYTES:
             reason = f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MB limit"
         else:
             reason = "it could not be read"

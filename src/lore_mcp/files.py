@@ -1,7 +1,8 @@
 """Page files on disk: finding them, reading and parsing them, writing them safely.
 
-Reading many files is the bulk of a cold index; `read_pages` spreads it over worker
-processes when there is enough of it to pay for their start-up.
+Parsing a page finds everything about its links that the page alone decides (lines,
+context, lookup keys), so that applying it only has to resolve them (`indexing`), and
+so that another process can do it (`pagereader`).
 """
 
 from __future__ import annotations
@@ -11,28 +12,44 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
+from typing import NamedTuple
 
 from lore_mcp import links as linkparse
 from lore_mcp.errors import VaultError
 from lore_mcp.index import PageRow
-from lore_mcp.slugs import slug_from_path, title_from_path
+from lore_mcp.slugs import slug_from_path, target_key, title_from_path
 
 log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
-PARALLEL_MIN_FILES = 1500
-# On two cores the workers' start-up and the pickling of results ate most of the gain
-# (10k pages: 5.9 s read alone, 5.1 s with two workers) and doubled peak memory.
-PARALLEL_MIN_CPUS = 4
+MAX_CONTEXT_CHARS = 240
 TEMP_PREFIX = ".lore-tmp-"
 STALE_TEMP_SECONDS = 3600
-_CHUNK_FILES = 250
+
+
+class Stamp(NamedTuple):
+    """What a pass over the files compares with the index: a file's size and mtime."""
+
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> Stamp:
+        return cls(st.st_size, st.st_mtime_ns)
+
+
+class Edge(NamedTuple):
+    """A link of a page that can be a graph edge: not to a heading of the same page, not
+    to an attachment, with a page-like target. Where it leads depends on the other
+    pages, so it is resolved when the page is applied."""
+
+    target: str  # as written, alias and heading removed
+    line: int
+    context: str  # the line it is on, stripped and cut to MAX_CONTEXT_CHARS
+    key: str  # `Key.path` of the target
+    exact: bool  # `Key.exact`
 
 
 @dataclass(slots=True)
@@ -41,7 +58,7 @@ class Parsed:
 
     row: PageRow
     body: str
-    links: list[linkparse.Link]
+    edges: list[Edge]
 
 
 def content_hash(data: bytes) -> str:
@@ -69,7 +86,23 @@ def parse(rel_path: str, data: bytes, size: int, mtime_ns: int) -> Parsed:
         content_hash(data),
         bad,
     )
-    return Parsed(row, text, linkparse.extract_links(text))
+    return Parsed(row, text, edges(row.slug, text))
+
+
+def edges(slug: str, text: str) -> list[Edge]:
+    """The links of page `slug` (its text `text`) that can be graph edges, in order."""
+    found: list[Edge] = []
+    links = linkparse.extract_links(text)
+    lines = linkparse.source_lines(text) if links else []
+    for link in links:
+        if link.is_same_page or link.is_attachment:
+            continue
+        key = target_key(link.target, slug)
+        if key is None:
+            continue
+        context = lines[link.line - 1].strip() if link.line <= len(lines) else ""
+        found.append(Edge(link.target, link.line, context[:MAX_CONTEXT_CHARS], key.path, key.exact))
+    return found
 
 
 def read_page_file(root: Path | str, rel_path: str) -> Parsed | None:
@@ -102,11 +135,11 @@ def inside(root: Path, path: Path) -> bool:
         return False
 
 
-def scan_files(root: Path, under: str = "") -> dict[str, os.stat_result]:
+def scan_files(root: Path, under: str = "") -> dict[str, Stamp]:
     """Every page file under the root (or its folder `under`): `.md`, outside
     dot-folders, not a symlink leading outside the root. Folder symlinks are not
     followed."""
-    found: dict[str, os.stat_result] = {}
+    found: dict[str, Stamp] = {}
     real_root = root.resolve()
     pending = [(os.path.join(root, under) if under else str(root), under)]
     while pending:
@@ -129,39 +162,10 @@ def scan_files(root: Path, under: str = "") -> dict[str, os.stat_result]:
                     if entry.is_symlink() and not inside(real_root, Path(entry.path)):
                         log.warning("skipping %s: symlink leads outside the vault", rel)
                         continue
-                    found[rel] = entry.stat()
+                    found[rel] = Stamp.of(entry.stat())
             except OSError as exc:
                 log.warning("skipping %s: %s", rel, exc)
     return found
-
-
-def _read_chunk(root: str, rel_paths: Sequence[str]) -> list[tuple[str, Parsed | None]]:
-    return [(rel, read_page_file(root, rel)) for rel in rel_paths]
-
-
-def read_pages(
-    root: Path, rel_paths: Sequence[str], workers: int | None = None
-) -> Iterator[tuple[str, Parsed | None]]:
-    """Read and parse many page files, in order. `workers` processes share the work
-    (by default: when there are many files and at least PARALLEL_MIN_CPUS CPUs); if they
-    cannot run, the rest is read here."""
-    if workers is None:
-        cpus = os.cpu_count() or 1
-        many = len(rel_paths) >= PARALLEL_MIN_FILES and cpus >= PARALLEL_MIN_CPUS
-        workers = min(cpus, 8) if many else 0
-    done = 0
-    if workers > 1:
-        chunks = [rel_paths[i : i + _CHUNK_FILES] for i in range(0, len(rel_paths), _CHUNK_FILES)]
-        try:
-            # spawn: the server has threads running, and fork would copy their locks.
-            with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-                for results in pool.map(_read_chunk, [str(root)] * len(chunks), chunks):
-                    yield from results
-                    done += len(results)
-        except (BrokenProcessPool, OSError) as exc:
-            log.warning("reading pages in worker processes failed (%s); reading them here", exc)
-    for rel in rel_paths[done:]:
-        yield rel, read_page_file(root, rel)
 
 
 def _remove_if_stale(entry: os.DirEntry[str]) -> None:

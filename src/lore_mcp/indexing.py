@@ -11,26 +11,24 @@ processes committed. Callers hold the state's lock.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from lore_mcp import links as linkparse
-from lore_mcp.files import Parsed, inside, read_pages, scan_files
+from lore_mcp.files import Parsed, Stamp, inside, scan_files
 from lore_mcp.index import FileStamp, LinkRow, PageRow
 from lore_mcp.models import SyncReport
-from lore_mcp.slugs import Key, is_hidden, slug_from_path, suffixes, target_key
+from lore_mcp.pagereader import read_pages
+from lore_mcp.slugs import Key, is_hidden, slug_from_path, suffixes
 from lore_mcp.state import LORE_DIR, AppState
 
 log = logging.getLogger(__name__)
 
-MAX_CONTEXT_CHARS = 240
 # Parsed pages applied at a time by a pass over the files. A pass with more pages to
 # read announces them first (`_expect`), so links to later batches resolve at once, and
 # settles placeholders once at the end (`_settle`), so no batch redoes that work.
-APPLY_BATCH = 1000
+APPLY_BATCH = 500
 
 Progress = Callable[[int, int], None]
 
@@ -52,26 +50,19 @@ def _resolve(state: AppState, source: str, key: Key) -> tuple[str, bool]:
 
 
 def link_rows(state: AppState, parsed: Parsed) -> list[LinkRow]:
-    """The page's links that are edges (not same-page, not attachments), resolved."""
-    rows: list[LinkRow] = []
-    lines = linkparse.source_lines(parsed.body) if parsed.links else []
+    """The page's edges, resolved."""
     source = parsed.row.slug
-    for link in parsed.links:
-        if link.is_same_page or link.is_attachment:
-            continue
-        key = target_key(link.target, source)
-        if key is None:
-            continue
-        resolved, ambiguous = _resolve(state, source, key)
-        context = lines[link.line - 1].strip() if link.line <= len(lines) else ""
+    rows: list[LinkRow] = []
+    for edge in parsed.edges:
+        resolved, ambiguous = _resolve(state, source, Key(edge.key, edge.exact))
         rows.append(
             LinkRow(
                 source,
-                link.target,
-                link.line,
-                context[:MAX_CONTEXT_CHARS],
-                key.path,
-                key.exact,
+                edge.target,
+                edge.line,
+                edge.context,
+                edge.key,
+                edge.exact,
                 resolved,
                 ambiguous,
             )
@@ -126,11 +117,11 @@ def apply(
         touched |= removed | upserted
         if unsettled is None:
             applied = _settle_placeholders(state, candidates)
-            _update_graph(state, upserts, candidates, applied, touched)
+            _update_graph(state, upserts, candidates, applied, touched, upserted_links=rows)
         else:
             unsettled |= candidates
             applied = Applied()
-            _update_graph(state, upserts, set(), applied, touched)
+            _update_graph(state, upserts, set(), applied, touched, upserted_links=rows)
         index.record_changes(sorted(touched | candidates))
     return applied
 
@@ -203,10 +194,17 @@ def _settle_placeholders(state: AppState, candidates: set[str]) -> Applied:
 
 
 def _update_graph(
-    state: AppState, upserts: list[Parsed], affected: set[str], applied: Applied, touched: set[str]
+    state: AppState,
+    upserts: list[Parsed],
+    affected: set[str],
+    applied: Applied,
+    touched: set[str],
+    *,
+    upserted_links: Sequence[LinkRow] = (),
 ) -> None:
     """Mirror the change in the graph: nodes that went, nodes that came, edges of the
-    pages whose links changed."""
+    pages whose links changed (`upserted_links` are those of `upserts`, just written;
+    the others' are read back from the index)."""
     graph = state.graph
     for slug in affected | set(applied.removed):
         if slug not in state.placeholders and slug not in state.pages:
@@ -216,7 +214,9 @@ def _update_graph(
     maybe = sorted(s for s in affected | set(applied.created) if s in state.placeholders)
     for row in state.index.get_pages(maybe):
         graph.set_node(row.slug, row.title, placeholder=True)
-    graph.replace_out_edges(touched, state.index.edges(sorted(touched)))
+    others = sorted(touched.difference(parsed.row.slug for parsed in upserts))
+    edges = [(link.source, link.resolved) for link in upserted_links]
+    graph.replace_out_edges(touched, edges + state.index.edges(others))
 
 
 # -- whole-vault passes -------------------------------------------------------------------
@@ -307,17 +307,14 @@ def _sync(
     unchanged = 0
     for slug, rel in winners.items():
         row, st = indexed.get(rel), files[rel]
-        if (
-            row is not None
-            and row.slug == slug
-            and (row.size, row.mtime_ns) == (st.st_size, st.st_mtime_ns)
-        ):
+        if row is not None and row.slug == slug and (row.size, row.mtime_ns) == st:
             unchanged += 1
         else:
             todo[rel] = slug
-    counts = _read_and_apply(
-        state, todo, indexed, removals, progress=progress, batch_size=batch_size
-    )
+    with read_pages(state.root, sorted(todo)) as pages:  # a worker may start reading now
+        counts = _read_and_apply(
+            state, pages, todo, indexed, removals, progress=progress, batch_size=batch_size
+        )
     return SyncReport(
         pages=len(state.pages),
         placeholders=len(state.placeholders),
@@ -341,6 +338,7 @@ class _Counts:
 
 def _read_and_apply(
     state: AppState,
+    pages: Iterable[tuple[str, Parsed | None]],
     todo: dict[str, str],
     indexed: dict[str, FileStamp],
     removals: set[str],
@@ -348,8 +346,9 @@ def _read_and_apply(
     progress: Progress | None,
     batch_size: int,
 ) -> _Counts:
-    """Read the files in `todo` (path -> slug) and apply those whose content changed,
-    `batch_size` at a time; then take out `removals` and the pages that did not read."""
+    """Apply the files in `todo` (path -> slug) as `pages` brings them, those whose
+    content changed, `batch_size` at a time; then take out `removals` and the pages that
+    did not read."""
     counts = _Counts()
     unsettled: set[str] | None = None
     expected: set[str] = set()
@@ -358,7 +357,7 @@ def _read_and_apply(
         expected = _expect(state, todo.values(), unsettled)
     batch: list[Parsed] = []
     applied: set[str] = set()
-    for done, (rel, page) in enumerate(read_pages(state.root, sorted(todo)), 1):
+    for done, (rel, page) in enumerate(pages, 1):
         old = indexed.get(rel)
         if page is None:
             removals.add(todo[rel])
@@ -391,10 +390,10 @@ def _read_and_apply(
 
 def _scan_scope(
     state: AppState, scope: list[str], indexed: dict[str, FileStamp]
-) -> tuple[dict[str, os.stat_result], dict[str, FileStamp]]:
+) -> tuple[dict[str, Stamp], dict[str, FileStamp]]:
     """The files under the given paths, and the index rows that lived there. Files
     elsewhere that share a slug with one of them come along, so collisions settle."""
-    files: dict[str, os.stat_result] = {}
+    files: dict[str, Stamp] = {}
     for rel in scope:
         path = state.root / rel
         if not inside(state.root, path):
@@ -402,7 +401,7 @@ def _scan_scope(
         if path.is_dir():
             files.update(scan_files(state.root, rel))
         elif path.is_file() and rel.lower().endswith(".md"):
-            files[rel] = path.stat()
+            files[rel] = Stamp.of(path.stat())
     wanted = set(scope)
     in_scope = {p: r for p, r in indexed.items() if _within(p, wanted)}
     slugs = {slug_from_path(rel) for rel in files} | {r.slug for r in in_scope.values()}
@@ -410,12 +409,12 @@ def _scan_scope(
     others += [p for p, slug in state.index.shadowed() if slug in slugs]
     for rel in others:
         if rel not in files and (state.root / rel).is_file():
-            files[rel] = (state.root / rel).stat()
+            files[rel] = Stamp.of((state.root / rel).stat())
     return files, in_scope
 
 
 def _winners(
-    state: AppState, files: dict[str, os.stat_result], full: bool
+    state: AppState, files: dict[str, Stamp], full: bool
 ) -> tuple[dict[str, str], list[str]]:
     """One file per slug (the path that sorts first); the others are recorded as shadowed."""
     by_slug: dict[str, list[str]] = defaultdict(list)

@@ -105,6 +105,13 @@ def target_key(target: str, source_slug: str | None = None) -> Key | None:
     return _key(text, parent(source_slug) if relative and source_slug is not None else None)
 
 
+def clear_caches() -> None:
+    """Forget the memoised slugs and keys (a process that only parses pages, chunk by
+    chunk, keeps its memory flat this way)."""
+    slugify.cache_clear()
+    _key.cache_clear()
+
+
 @lru_cache(maxsize=65536)
 def _key(text: str, folder: str | None) -> Key | None:
     if text.lower().endswith(".md"):
