@@ -9,7 +9,9 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from helpers import call, environment, run_cli, text
+from conftest import write
+from helpers import call, environment, ok, run_cli, text
+from lore_mcp import pagereader
 
 pytestmark = pytest.mark.anyio
 
@@ -75,3 +77,27 @@ def test_missing_vault_folder(tmp_path: Path) -> None:
 def test_bad_log_level(brain_dir: Path) -> None:
     done = run_cli("--vault", str(brain_dir), "--log-level", "LOUD")
     assert done.returncode == 2 and "--log-level" in done.stderr
+
+
+async def test_a_large_first_index_misses_no_edit_made_while_it_runs(vault_dir: Path) -> None:
+    # Enough pages for a worker process to read them while the server loads the SDK.
+    count = pagereader.MIN_FILES + 100
+    for i in range(count):
+        write(vault_dir, f"Page {i}.md", f"# Page {i}\n\nSee [[Page {(i + 1) % count}]].\n")
+    params = server_params(["--vault", str(vault_dir)])  # watching
+    with anyio.fail_after(120):
+        async with Client(params, mode="legacy") as client:
+            # The server looked at the files before it answered `initialize`: only the
+            # watcher can bring this page in.
+            write(vault_dir, "Late Page.md", "Written while the server starts. [[Page 7]]\n")
+            page = await ok(client, "read_page", slug="Page 7")
+            assert "page-6" in [ref["slug"] for ref in page["backlinks"]]
+            while True:
+                backlinks = await ok(client, "get_backlinks", slug="Page 7")
+                sources = sorted(link["slug"] for link in backlinks["linked"])
+                if "late-page" in sources:
+                    break
+                await anyio.sleep(0.1)
+            assert sources == ["late-page", "page-6"]
+            shape = (await ok(client, "get_graph"))["shape"]
+            assert shape["pages"] == count + 1

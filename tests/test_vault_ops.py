@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import write
-from helpers import assert_matches_fresh
+from helpers import assert_matches_fresh, fresh_snapshot, snapshot
+from lore_mcp import pagereader
 from lore_mcp import vault_ops as ops
 from lore_mcp.errors import (
     AmbiguousNameError,
@@ -73,6 +74,24 @@ def test_reopen_is_incremental_and_never_writes_pages(brain_dir: Path) -> None:
     again.close()
     after = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in before if p.exists()}
     assert all(after[p] == before[p] for p in after if p.name not in ("Slugs.md",))
+
+
+def test_a_first_index_read_by_a_worker_matches_one_read_here(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Enough files for a worker process to read them (given a second CPU).
+    count = pagereader.MIN_FILES + 100
+    for i in range(count):
+        links = f"[[Page {i * 7 % count}]] [[Missing {i % 13}]] [[f{i % 3}/Page {i // 2}]]"
+        write(vault_dir, f"f{i % 7}/Page {i}.md", f"# Page {i}\n\n{links}\n")
+    state = ops.open_vault(vault_dir)
+    try:
+        assert ops.read_page(state, "Missing 3").is_placeholder
+        by_worker = snapshot(state)
+    finally:
+        state.close()
+    monkeypatch.setattr(pagereader, "MIN_FILES", count + 1)  # this time, read here
+    assert fresh_snapshot(vault_dir) == by_worker
 
 
 def test_touched_but_unchanged_file_is_not_reparsed(state: AppState, vault_dir: Path) -> None:

@@ -311,7 +311,8 @@ def _sync(
             unchanged += 1
         else:
             todo[rel] = slug
-    with read_pages(state.root, sorted(todo)) as pages:  # a worker may start reading now
+    # With many files, a worker process starts reading them now.
+    with read_pages(state.root, sorted(todo), spool_dir=state.index.path.parent) as pages:
         counts = _read_and_apply(
             state, pages, todo, indexed, removals, progress=progress, batch_size=batch_size
         )

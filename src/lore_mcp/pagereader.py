@@ -3,13 +3,16 @@
 A first index reads and parses every page (nearly half of its work) and applies them to
 the index and graph (the rest). With a second CPU, a worker process
 (`python -m lore_mcp.pagereader`) reads and parses while this process applies what it
-has already sent. Its pages come back in order, in chunks, at most `CHUNKS_AHEAD`
-chunks ahead of the caller, so the text of every page is never held at once.
+has already parsed; it can start before this process is ready to apply anything.
 
-The worker is a plain subprocess talking over pipes: it gets its work on stdin and sends
-length-prefixed pickles on stdout. When this process goes away, the worker's next write
-fails and it exits; nothing is left running. If it cannot start or dies, the pages it
-did not send are read here.
+The worker writes its pages, pickled in chunks, to an unlinked temporary file (the
+spool) and tells this process the size of each chunk on stdout. So it never waits for
+this process, its output costs disk and page cache rather than memory, and the text of
+every page is never held at once. When this process goes away, the worker's next
+write to stdout fails and it exits: nothing is left running, and the spool is gone with
+the last descriptor. If the worker cannot start or dies, the pages it did not send are
+read here. POSIX only (the spool's descriptor is inherited); elsewhere pages are read
+in process.
 """
 
 from __future__ import annotations
@@ -17,11 +20,10 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import queue
 import struct
 import subprocess
 import sys
-import threading
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -35,24 +37,27 @@ log = logging.getLogger(__name__)
 # Fewer files than this are read here: the worker takes ~0.2 s to start.
 MIN_FILES = 1500
 CHUNK_FILES = 250
-# Chunks the worker may be ahead of the caller: enough to keep it busy while a batch is
-# applied, few enough to keep memory flat.
-CHUNKS_AHEAD = 4
-_HEADER = struct.Struct("<Q")
-_PIPE_BYTES = 1 << 20  # a wider pipe: fewer wake-ups of the thread that drains it
-_F_SETPIPE_SZ = 1031  # Linux only
+_SIZE = struct.Struct("<Q")  # what the worker says on stdout: the next chunk's size
 
-# One parsed file as it crosses the pipe: plain tuples unpickle several times faster
-# than dataclasses.
+# One parsed file as it crosses over: plain tuples unpickle several times faster than
+# dataclasses.
 _Wire = tuple[str, tuple[Any, ...] | None, str, list[Edge]]
 
 
-def read_pages(root: Path, rel_paths: Sequence[str], worker: bool | None = None) -> PageReader:
-    """A reader of `rel_paths`, in order. `worker` (by default: when there are many files
-    and a second CPU) has a worker process read them, starting at once."""
+def read_pages(
+    root: Path, rel_paths: Sequence[str], spool_dir: Path, worker: bool | None = None
+) -> PageReader:
+    """A reader of `rel_paths`, in order. `worker` (by default: on POSIX, when there are
+    many files and a second CPU) has a worker process read them, starting at once, with
+    its spool in `spool_dir`."""
     if worker is None:
-        worker = len(rel_paths) >= MIN_FILES and _cpus() > 1 and bool(sys.executable)
-    return PageReader(root, rel_paths, worker)
+        worker = (
+            os.name == "posix"
+            and len(rel_paths) >= MIN_FILES
+            and _cpus() > 1
+            and bool(sys.executable)
+        )
+    return PageReader(root, rel_paths, spool_dir if worker else None)
 
 
 def _cpus() -> int:
@@ -67,13 +72,13 @@ class PageReader:
     """Page files read and parsed, in order: iterate once. With a worker, `close` (or
     leaving a `with` block) stops it if it is still running."""
 
-    def __init__(self, root: Path, rel_paths: Sequence[str], worker: bool) -> None:
+    def __init__(self, root: Path, rel_paths: Sequence[str], spool_dir: Path | None) -> None:
         self._root = root
         self._rel_paths = rel_paths
         self._worker: _Worker | None = None
-        if worker and rel_paths:
+        if spool_dir is not None and rel_paths:
             try:
-                self._worker = _Worker(root, rel_paths)
+                self._worker = _Worker(root, rel_paths, spool_dir)
             except OSError as exc:
                 log.warning("cannot start a process to read pages (%s); reading them here", exc)
 
@@ -108,28 +113,31 @@ class PageReader:
 
 
 class _Worker:
-    """The worker process and the thread that drains its pipe into a bounded queue."""
+    """The worker process, its spool and the pipe on which it announces each chunk."""
 
-    def __init__(self, root: Path, rel_paths: Sequence[str]) -> None:
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", __name__],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._stdout: IO[bytes] = self._proc.stdout
-        _widen(self._stdout)
-        self._chunks: queue.Queue[bytes | None] = queue.Queue(CHUNKS_AHEAD)
-        self._stopping = threading.Event()
+    def __init__(self, root: Path, rel_paths: Sequence[str], spool_dir: Path) -> None:
         from lore_mcp.cli import LOG_FORMAT  # here: the worker process needs no cli
 
         logs = (logging.getLogger("lore_mcp").getEffectiveLevel(), LOG_FORMAT)
-        request = pickle.dumps((str(root), list(rel_paths), logs), pickle.HIGHEST_PROTOCOL)
-        self._thread = threading.Thread(
-            target=self._drain, args=(self._proc.stdin, request), name="lore-pagereader"
-        )
-        self._thread.daemon = True
-        self._thread.start()
+        self._spool = tempfile.TemporaryFile(dir=spool_dir, prefix=".lore-read-")  # noqa: SIM115 - stop() closes it
+        try:
+            # The request goes in a file too, so handing it over never waits for the worker.
+            with tempfile.TemporaryFile(dir=spool_dir, prefix=".lore-read-") as request:
+                pickle.dump((str(root), list(rel_paths), logs), request, pickle.HIGHEST_PROTOCOL)
+                request.seek(0)
+                spool = self._spool.fileno()
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", __name__, str(spool)],
+                    stdin=request,
+                    stdout=subprocess.PIPE,
+                    pass_fds=(spool,),
+                )
+        except BaseException:
+            self._spool.close()
+            raise
+        assert self._proc.stdout is not None
+        self._sizes: IO[bytes] = self._proc.stdout
+        self._offset = 0
 
     @property
     def pid(self) -> int:
@@ -137,57 +145,31 @@ class _Worker:
 
     def pages(self) -> Iterator[tuple[str, Parsed | None]]:
         """The pages the worker sends, until it is done or fails (then it logs why)."""
-        while (payload := self._chunks.get()) is not None:
+        while payload := self._next_chunk():
             for rel, row, body, edges in pickle.loads(payload):
                 yield rel, None if row is None else Parsed(PageRow(*row), body, edges)
+        code = self._proc.wait()
+        if code != 0:
+            log.warning("the page reading process exited with %s; reading the rest here", code)
+
+    def _next_chunk(self) -> bytes:
+        """The next chunk from the spool once the worker has written it; b"" at the end."""
+        announced = self._sizes.read(_SIZE.size)  # waits for the worker
+        if len(announced) < _SIZE.size:
+            return b""
+        (size,) = _SIZE.unpack(announced)
+        payload = os.pread(self._spool.fileno(), size, self._offset)
+        if len(payload) < size:
+            return b""
+        self._offset += size
+        return payload
 
     def stop(self) -> None:
-        self._stopping.set()
         if self._proc.poll() is None:
             self._proc.kill()
-        self._thread.join()
         self._proc.wait()
-        self._stdout.close()
-
-    def _drain(self, stdin: IO[bytes], request: bytes) -> None:
-        """Send the work, then move each chunk from the pipe to the queue; None at the end."""
-        try:
-            with stdin:
-                stdin.write(request)
-            while not self._stopping.is_set():
-                header = self._stdout.read(_HEADER.size)
-                if len(header) < _HEADER.size:
-                    break
-                size = _HEADER.unpack(header)[0]
-                payload = self._stdout.read(size)
-                if len(payload) < size or not self._put(payload):
-                    break
-        except (OSError, ValueError) as exc:  # the pipe broke or was closed under us
-            if not self._stopping.is_set():
-                log.warning("the page reading process failed (%s); reading the rest here", exc)
-        code = self._proc.wait()
-        if code != 0 and not self._stopping.is_set():
-            log.warning("the page reading process exited with %s; reading the rest here", code)
-        self._put(None)
-
-    def _put(self, item: bytes | None) -> bool:
-        """Queue `item`, waiting for room unless the reader is being stopped."""
-        while not self._stopping.is_set():
-            try:
-                self._chunks.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-
-def _widen(pipe: IO[bytes]) -> None:
-    try:
-        import fcntl
-
-        fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
-    except (ImportError, OSError):
-        pass  # the default size works, with more wake-ups
+        self._sizes.close()
+        self._spool.close()
 
 
 # -- the worker process -------------------------------------------------------------------
@@ -202,7 +184,9 @@ def _wire(rel: str, parsed: Parsed | None) -> _Wire:
 
 
 def main() -> None:
-    """Read the request on stdin, send the parsed pages on stdout, chunk by chunk."""
+    """Read the request on stdin; write the parsed pages to the spool (the descriptor
+    given as the argument), chunk by chunk, announcing each chunk's size on stdout."""
+    spool = int(sys.argv[1])
     root, rel_paths, (level, log_format) = pickle.load(sys.stdin.buffer)
     logging.basicConfig(stream=sys.stderr, level=level, format=log_format)
     out = sys.stdout.buffer
@@ -212,9 +196,11 @@ def main() -> None:
                 _wire(rel, read_page_file(root, rel))
                 for rel in rel_paths[start : start + CHUNK_FILES]
             ]
-            payload = pickle.dumps(chunk, pickle.HIGHEST_PROTOCOL)
-            out.write(_HEADER.pack(len(payload)))
-            out.write(payload)
+            data = pickle.dumps(chunk, pickle.HIGHEST_PROTOCOL)
+            rest = memoryview(data)
+            while rest:
+                rest = rest[os.write(spool, rest) :]
+            out.write(_SIZE.pack(len(data)))
             out.flush()
             slugs.clear_caches()  # they pay off in the server, here they only grow
     except BrokenPipeError:  # the server went away: nobody wants the rest
