@@ -119,7 +119,8 @@ class _Worker:
         from lore_mcp.cli import LOG_FORMAT  # here: the worker process needs no cli
 
         logs = (logging.getLogger("lore_mcp").getEffectiveLevel(), LOG_FORMAT)
-        self._spool = tempfile.TemporaryFile(dir=spool_dir, prefix=".lore-read-")  # noqa: SIM115 - stop() closes it
+        # stop() closes the spool; unlinked, it disappears with its last descriptor.
+        self._spool = tempfile.TemporaryFile(dir=spool_dir, prefix=".lore-read-")  # noqa: SIM115
         try:
             # The request goes in a file too, so handing it over never waits for the worker.
             with tempfile.TemporaryFile(dir=spool_dir, prefix=".lore-read-") as request:
@@ -148,6 +149,8 @@ class _Worker:
         while payload := self._next_chunk():
             for rel, row, body, edges in pickle.loads(payload):
                 yield rel, None if row is None else Parsed(PageRow(*row), body, edges)
+        if self._proc.poll() is None:  # a chunk went missing from the spool: stop here
+            self._proc.kill()
         code = self._proc.wait()
         if code != 0:
             log.warning("the page reading process exited with %s; reading the rest here", code)
