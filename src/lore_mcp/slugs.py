@@ -315,6 +315,9 @@ class SlugIndex:
         if not bucket:
             return []
         tail = "/" + key.path
+        if len(bucket) == 1:  # most names are unique: no generator, no sort
+            (only,) = bucket
+            return [only] if only.endswith(tail) else []
         return sorted(s for s in bucket if s.endswith(tail))
 
     def resolve(self, key: Key, source_slug: str | None = None) -> Resolution:
