@@ -169,6 +169,43 @@ def test_a_pass_in_batches_reports_like_one_pass(brain_dir: Path) -> None:
         batched.close()
 
 
+def test_a_first_index_keeps_the_links_indexes(brain_dir: Path) -> None:
+    # A first index in batches drops them while it loads, so it must build them again.
+    schema = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'links'"
+    state = ops.open_vault(brain_dir, scan=False)
+    try:
+        before = sorted(state.index._conn.execute(schema).fetchall())
+        with state.lock, state.index.write():
+            indexing.load(state)
+            indexing.sync(state, batch_size=4)
+        assert sorted(state.index._conn.execute(schema).fetchall()) == before
+        assert len(before) == 3
+        plan = state.index._conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM links WHERE resolved = 'concepts/slugs'"
+        ).fetchall()
+        assert "links_resolved" in str(plan)
+    finally:
+        state.close()
+
+
+def test_indexes_come_back_when_a_first_index_fails(vault_dir: Path) -> None:
+    state = ops.open_vault(vault_dir, scan=False)
+    schema = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'links'"
+    try:
+        for i in range(6):
+            write(vault_dir, f"p{i}.md", f"[[p{i + 1}]]\n")
+
+        def fail(done: int, total: int) -> None:
+            if done == 3:
+                raise OSError("the disk went away")
+
+        with pytest.raises(OSError), state.lock, state.index.write():
+            indexing.sync(state, progress=fail, batch_size=2)
+        assert state.index._conn.execute(schema).fetchone()[0] == 3
+    finally:
+        state.close()
+
+
 def test_a_pass_that_fails_halfway_leaves_no_half_applied_pages(vault_dir: Path) -> None:
     state = ops.open_vault(vault_dir)
     try:

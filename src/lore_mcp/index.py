@@ -284,6 +284,29 @@ class Index:
                     raise
                 time.sleep(0.01)
 
+    @property
+    def in_transaction(self) -> bool:
+        return self._conn.in_transaction
+
+    @contextmanager
+    def links_unindexed(self) -> Iterator[None]:
+        """Within a write transaction: drop the links table's indexes, and build them
+        again on the way out. Loading many links into an empty table is several times
+        faster so; nothing may query links by source, target or key meanwhile."""
+        if not self._conn.in_transaction:
+            raise RuntimeError("links_unindexed needs a write transaction")
+        indexes = self._conn.execute(
+            "SELECT name, sql FROM sqlite_master "
+            "WHERE type = 'index' AND tbl_name = 'links' AND sql IS NOT NULL"
+        ).fetchall()
+        for name, _ in indexes:
+            self._conn.execute(f'DROP INDEX "{name}"')
+        try:
+            yield
+        finally:
+            for _, sql in indexes:
+                self._conn.execute(sql)
+
     def data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 

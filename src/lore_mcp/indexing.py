@@ -14,6 +14,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from lore_mcp.files import Parsed, Stamp, inside, scan_files
@@ -82,12 +83,15 @@ def apply(
     upserts: Iterable[Parsed],
     removals: Iterable[str],
     unsettled: set[str] | None = None,
+    *,
+    linkless: bool = False,
 ) -> Applied:
     """Put pages into the index and graph and take others out, in one transaction.
 
     With `unsettled` (a pass applied in batches), placeholders are left as they are: the
     slugs whose placeholder status may change are added to the set instead, for
-    `_settle` to handle once, after the last batch.
+    `_settle` to handle once, after the last batch. `linkless` says that none of these
+    pages has links in the index yet (a first index), so there are none to delete.
     """
     upserts = list(upserts)
     upserted = {p.row.slug for p in upserts}
@@ -99,7 +103,8 @@ def apply(
         for slug in removed | upserted:
             candidates.update(graph.linked_from(slug))
         index.delete_pages(sorted(removed))
-        index.delete_links_from(sorted(removed | upserted))
+        if not linkless:
+            index.delete_links_from(sorted(removed | upserted))
         appeared_or_gone = set(removed)
         for slug in removed:
             state.pages.remove(slug)
@@ -353,36 +358,40 @@ def _read_and_apply(
     counts = _Counts()
     unsettled: set[str] | None = None
     expected: set[str] = set()
-    if len(todo) > batch_size:
-        unsettled = set()
-        expected = _expect(state, todo.values(), unsettled)
-    batch: list[Parsed] = []
     applied: set[str] = set()
-    for done, (rel, page) in enumerate(pages, 1):
-        old = indexed.get(rel)
-        if page is None:
-            removals.add(todo[rel])
-        elif old is not None and old.slug == page.row.slug and old.hash == page.row.hash:
-            with state.index.write():
-                state.index.touch_page(old.slug, page.row.size, page.row.mtime_ns)
-            counts.unchanged += 1
-        else:
-            batch.append(page)
-            applied.add(page.row.slug)
-            if old is None:
-                counts.added += 1
+    # A first index of many pages loads the links table without its indexes (built once
+    # at the end, before placeholders settle); nothing it does until then looks links up.
+    first = not indexed and len(todo) > batch_size and state.index.in_transaction
+    with state.index.links_unindexed() if first else nullcontext():
+        if len(todo) > batch_size:
+            unsettled = set()
+            expected = _expect(state, todo.values(), unsettled)
+        batch: list[Parsed] = []
+        for done, (rel, page) in enumerate(pages, 1):
+            old = indexed.get(rel)
+            if page is None:
+                removals.add(todo[rel])
+            elif old is not None and old.slug == page.row.slug and old.hash == page.row.hash:
+                with state.index.write():
+                    state.index.touch_page(old.slug, page.row.size, page.row.mtime_ns)
+                counts.unchanged += 1
             else:
-                counts.updated += 1
-        if len(batch) >= batch_size:
-            apply(state, batch, (), unsettled)
-            batch = []
-        if progress is not None:
-            progress(done, len(todo))
-        if done % 2000 == 0:
-            log.info("indexing: read %d of %d changed files", done, len(todo))
-    removals = {slug for slug in removals if slug in state.pages}  # expected ones too
-    if batch or removals:
-        apply(state, batch, removals, unsettled)
+                batch.append(page)
+                applied.add(page.row.slug)
+                if old is None:
+                    counts.added += 1
+                else:
+                    counts.updated += 1
+            if len(batch) >= batch_size:
+                apply(state, batch, (), unsettled, linkless=first)
+                batch = []
+            if progress is not None:
+                progress(done, len(todo))
+            if done % 2000 == 0:
+                log.info("indexing: read %d of %d changed files", done, len(todo))
+        removals = {slug for slug in removals if slug in state.pages}  # expected ones too
+        if batch or removals:
+            apply(state, batch, removals, unsettled, linkless=first)
     if unsettled:
         _settle(state, unsettled)
     counts.removed = len(removals - applied - expected)
