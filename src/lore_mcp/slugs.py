@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 from urllib.parse import unquote
 
 from lore_mcp.errors import InvalidNameError, UnsafePathError
@@ -282,7 +283,8 @@ class SlugIndex:
             if self._by_gram is None:
                 self._by_gram = _gram_index(self._by_last)
             grams = self._by_gram
-            tally = Counter(name for gram in _trigrams(word) for name in grams.get(gram, ()))
+            # chain: the counting loop stays in C (a generator costs a Python step per name)
+            tally = Counter(chain.from_iterable(grams.get(gram, ()) for gram in _trigrams(word)))
         pool = [name for name, _ in tally.most_common(CLOSE_POOL)]
         return difflib.get_close_matches(word, pool, n=count, cutoff=0.6)
 
