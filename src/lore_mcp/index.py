@@ -147,6 +147,19 @@ class LinkRow:
     id: int = 0
 
 
+class NewLink(NamedTuple):
+    """A link as `add_links` writes it: the table's columns, in order, without the id."""
+
+    source: str
+    target: str
+    line: int
+    context: str
+    key: str
+    exact: bool
+    resolved: str
+    ambiguous: bool
+
+
 @dataclass(frozen=True, slots=True)
 class SearchRow:
     slug: str
@@ -416,23 +429,11 @@ class Index:
 
     # -- links -----------------------------------------------------------------------
 
-    def add_links(self, links: Iterable[LinkRow]) -> None:
+    def add_links(self, links: Iterable[NewLink]) -> None:
         self._conn.executemany(
             "INSERT INTO links(source, target, line, context, key, exact, resolved, ambiguous) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                (
-                    k.source,
-                    k.target,
-                    k.line,
-                    k.context,
-                    k.key,
-                    int(k.exact),
-                    k.resolved,
-                    int(k.ambiguous),
-                )
-                for k in links
-            ),
+            links,
         )
 
     def delete_links_from(self, sources: Sequence[str]) -> None:

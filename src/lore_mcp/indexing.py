@@ -18,7 +18,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from lore_mcp.files import Parsed, Stamp, inside, scan_files
-from lore_mcp.index import FileStamp, LinkRow, PageRow
+from lore_mcp.index import FileStamp, NewLink, PageRow
 from lore_mcp.models import SyncReport
 from lore_mcp.pagereader import read_pages
 from lore_mcp.slugs import Key, is_hidden, slug_from_path, suffixes
@@ -46,29 +46,17 @@ class Applied:
 
 
 def _resolve(state: AppState, source: str, key: Key) -> tuple[str, bool]:
-    res = state.pages.resolve(key, source)
-    return (res.slug, res.ambiguous) if res.slug is not None else (key.path, False)
+    return state.pages.link_target(key.path, key.exact, source)
 
 
-def link_rows(state: AppState, parsed: Parsed) -> list[LinkRow]:
+def link_rows(state: AppState, parsed: Parsed) -> list[NewLink]:
     """The page's edges, resolved."""
     source = parsed.row.slug
-    rows: list[LinkRow] = []
-    for edge in parsed.edges:
-        resolved, ambiguous = _resolve(state, source, Key(edge.key, edge.exact))
-        rows.append(
-            LinkRow(
-                source,
-                edge.target,
-                edge.line,
-                edge.context,
-                edge.key,
-                edge.exact,
-                resolved,
-                ambiguous,
-            )
-        )
-    return rows
+    lead = state.pages.link_target
+    return [
+        NewLink(source, e.target, e.line, e.context, e.key, e.exact, *lead(e.key, e.exact, source))
+        for e in parsed.edges
+    ]
 
 
 def placeholder_title(target: str) -> str:
@@ -205,7 +193,7 @@ def _update_graph(
     applied: Applied,
     touched: set[str],
     *,
-    upserted_links: Sequence[LinkRow] = (),
+    upserted_links: Sequence[NewLink] = (),
 ) -> None:
     """Mirror the change in the graph: nodes that went, nodes that came, edges of the
     pages whose links changed (`upserted_links` are those of `upserts`, just written;

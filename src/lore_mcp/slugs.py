@@ -309,14 +309,17 @@ class SlugIndex:
 
     def matches(self, key: Key) -> list[str]:
         """Every slug the key could mean, sorted: the exact slug alone, else suffix matches."""
-        if key.path in self._slugs:
-            return [key.path]
-        if key.exact:
+        return self._matches(key.path, key.exact)
+
+    def _matches(self, path: str, exact: bool) -> list[str]:
+        if path in self._slugs:
+            return [path]
+        if exact:
             return []
-        bucket = self._by_last.get(key.path.rpartition("/")[2])
+        bucket = self._by_last.get(path.rpartition("/")[2])
         if not bucket:
             return []
-        tail = "/" + key.path
+        tail = "/" + path
         if len(bucket) == 1:  # most names are unique: no generator, no sort
             (only,) = bucket
             return [only] if only.endswith(tail) else []
@@ -324,13 +327,24 @@ class SlugIndex:
 
     def resolve(self, key: Key, source_slug: str | None = None) -> Resolution:
         """SPEC §3: exact slug; unique suffix; else own folder, shortest, first — ambiguous."""
-        found = self.matches(key)
+        found = self._matches(key.path, key.exact)
         if not found:
             return Resolution(None)
         if len(found) == 1:
             return Resolution(found[0])
         chosen = pick_candidate(found, source_slug)
         return Resolution(chosen, tuple(found))
+
+    def link_target(self, path: str, exact: bool, source_slug: str) -> tuple[str, bool]:
+        """Where a link from `source_slug` with the key (`path`, `exact`) leads, as
+        `resolve` decides, and whether it was ambiguous; a key that matches no page
+        leads to its own path (a placeholder). No objects made: links are many."""
+        found = self._matches(path, exact)
+        if len(found) == 1:
+            return found[0], False
+        if not found:
+            return path, False
+        return pick_candidate(found, source_slug), True
 
 
 def _gram_index(names: Iterable[str]) -> dict[str, list[str]]:
