@@ -305,7 +305,7 @@ class Index:
     def links_unindexed(self) -> Iterator[None]:
         """Within a write transaction: drop the links table's indexes, and build them
         again on the way out. Loading many links into an empty table is several times
-        faster so; nothing may query links by source, target or key meanwhile."""
+        faster so; meanwhile a lookup of links by source, key or target scans the table."""
         if not self._conn.in_transaction:
             raise RuntimeError("links_unindexed needs a write transaction")
         indexes = self._conn.execute(

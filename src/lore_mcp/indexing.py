@@ -348,7 +348,8 @@ def _read_and_apply(
     expected: set[str] = set()
     applied: set[str] = set()
     # A first index of many pages loads the links table without its indexes (built once
-    # at the end, before placeholders settle); nothing it does until then looks links up.
+    # at the end, before placeholders settle). Until then nothing looks links up, but for
+    # a page that was announced and then failed to read (a full scan, still correct).
     first = not indexed and len(todo) > batch_size and state.index.in_transaction
     with state.index.links_unindexed() if first else nullcontext():
         if len(todo) > batch_size:
