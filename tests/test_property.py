@@ -102,6 +102,15 @@ def run(root: Path, steps: list[tuple[str, str, str]]) -> None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(operation, min_size=1, max_size=12))
+# Deleting the page whose slug a shadowed file shares hands the slug to that file.
+@example(
+    [
+        ("save", "Alpha", "[[x/delta-page]]\n"),
+        ("save", "Delta Page", "\n"),
+        ("external_write", "x/Delta Page", "\n"),
+        ("delete", "Delta Page", ""),
+    ]
+)
 def test_random_operations_match_fresh_index(steps: list[tuple[str, str, str]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run(Path(tmp), steps)

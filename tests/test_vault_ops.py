@@ -144,6 +144,36 @@ def test_slug_collision_keeps_first_path(vault_dir: Path) -> None:
     st.close()
 
 
+def test_deleting_a_page_hands_its_slug_to_the_file_it_shadowed(vault_dir: Path) -> None:
+    write(vault_dir, "My Page.md", "upper")
+    write(vault_dir, "my-page.md", "lower")
+    write(vault_dir, "Other.md", "[[My Page]]")
+    st = ops.open_vault(vault_dir)
+    try:
+        deleted = ops.delete_page(st, "My Page")
+        assert deleted.path == "My Page.md"
+        assert (deleted.became_placeholder, deleted.placeholders_created) == (False, [])
+        page = ops.read_page(st, "my-page")
+        assert (page.path, page.content) == ("my-page.md", "lower")
+        assert st.index.shadowed() == []
+        assert_matches_fresh(st)
+    finally:
+        st.close()
+
+
+def test_renaming_a_page_hands_its_slug_to_the_file_it_shadowed(vault_dir: Path) -> None:
+    write(vault_dir, "My Page.md", "upper")
+    write(vault_dir, "my-page.md", "lower")
+    st = ops.open_vault(vault_dir)
+    try:
+        ops.rename_page(st, "My Page", "Moved Page")
+        assert ops.read_page(st, "moved-page").content == "upper"
+        assert ops.read_page(st, "my-page").path == "my-page.md"
+        assert_matches_fresh(st)
+    finally:
+        st.close()
+
+
 # -- save -----------------------------------------------------------------------------
 
 

@@ -479,6 +479,8 @@ def delete_page(state: AppState, name: str, *, door: str = "api") -> DeleteResul
         before = audit.file_hash(state.root / rel)
         trash = _trash(state, rel)
         applied = indexing.apply(state, [], [slug])
+        if _settle_shared_slug(state, slug):  # a file that shared the slug is the page now
+            applied.created = [s for s in applied.created if s != slug]
         audit.append(
             state,
             audit.AuditRecord(
@@ -501,6 +503,17 @@ def delete_page(state: AppState, name: str, *, door: str = "api") -> DeleteResul
             placeholders_created=applied.created,
             placeholders_removed=applied.removed,
         )
+
+
+def _settle_shared_slug(state: AppState, slug: str) -> bool:
+    """After the file holding `slug` went or moved: files that share the slug and were
+    passed over (shadowed) compete again, as in a fresh index. True if one of them now
+    holds it."""
+    waiting = [path for path, shadowed_slug in state.index.shadowed() if shadowed_slug == slug]
+    if not waiting:
+        return False
+    indexing.sync(state, scope=waiting)
+    return slug in state.pages
 
 
 def _trash(state: AppState, rel: str) -> str:
@@ -548,6 +561,8 @@ def rename_page(state: AppState, name: str, new_name: str, *, door: str = "api")
             if parsed is not None:
                 upserts.append(parsed)
         applied = indexing.apply(state, upserts, [old_slug])
+        if _settle_shared_slug(state, old_slug):
+            applied.created = [s for s in applied.created if s != old_slug]
         audit.append(
             state,
             audit.renamed(
