@@ -21,7 +21,7 @@ from lore_mcp.files import Parsed, Stamp, inside, scan_files
 from lore_mcp.index import FileStamp, NewLink, PageRow
 from lore_mcp.models import SyncReport
 from lore_mcp.pagereader import read_pages
-from lore_mcp.slugs import Key, is_hidden, slug_from_path, suffixes
+from lore_mcp.slugs import is_hidden, slug_from_path, suffixes
 from lore_mcp.state import LORE_DIR, AppState
 
 log = logging.getLogger(__name__)
@@ -43,10 +43,6 @@ class Applied:
 
 
 # -- apply ------------------------------------------------------------------------------
-
-
-def _resolve(state: AppState, source: str, key: Key) -> tuple[str, bool]:
-    return state.pages.link_target(key.path, key.exact, source)
 
 
 def link_rows(state: AppState, parsed: Parsed) -> list[NewLink]:
@@ -151,7 +147,7 @@ def _reresolve(state: AppState, appeared_or_gone: set[str], candidates: set[str]
     updates: list[tuple[int, str, bool]] = []
     sources: set[str] = set()
     for link in state.index.links_with_keys(keys):
-        resolved, ambiguous = _resolve(state, link.source, Key(link.key, link.exact))
+        resolved, ambiguous = state.pages.link_target(link.key, link.exact, link.source)
         if (resolved, ambiguous) != (link.resolved, link.ambiguous):
             updates.append((link.id, resolved, ambiguous))
             candidates.update((resolved, link.resolved))
