@@ -6,6 +6,7 @@ import multiprocessing
 import threading
 from pathlib import Path
 
+from conftest import write
 from helpers import assert_matches_fresh, snapshot
 from lore_mcp import vault_ops as ops
 from lore_mcp.state import AppState
@@ -93,3 +94,59 @@ def test_two_processes_lose_no_write(vault_dir: Path) -> None:
         assert_matches_fresh(state)
     finally:
         state.close()
+
+
+def test_a_read_starts_at_once_only_when_nothing_is_due(vault_dir: Path) -> None:
+    """`reads_at_once` is what lets the server run a read on its event loop: only after
+    the first index pass, with the lock free (and then held), and with no commit from
+    another process still to take in."""
+    write(vault_dir, "Page.md", "text\n")
+    state = ops.open_vault(vault_dir, scan=False)
+    with ops.reads_at_once(state) as at_once:
+        assert not at_once  # the first index pass has not run
+    ops.index_vault(state)
+    with ops.reads_at_once(state) as at_once:
+        assert at_once
+        assert not _free(state.lock)  # held for the read, against other threads
+
+    holder_has_it, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with state.lock:
+            holder_has_it.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    holder_has_it.wait(10)
+    with ops.reads_at_once(state) as at_once:
+        assert not at_once
+    release.set()
+    holder.join()
+
+    other = ops.open_vault(vault_dir)
+    ops.save_page(other, "Elsewhere", "written by another process\n")
+    with ops.reads_at_once(state) as at_once:
+        assert not at_once  # the read must take that commit in first
+    assert ops.read_page(state, "elsewhere").content == "written by another process\n"
+    with ops.reads_at_once(state) as at_once:
+        assert at_once
+    assert _free(state.lock)
+    other.close()
+    state.close()
+
+
+def _free(lock: threading.RLock) -> bool:
+    """Whether another thread could take the lock now."""
+    result: list[bool] = []
+
+    def probe() -> None:
+        taken = lock.acquire(blocking=False)
+        if taken:
+            lock.release()
+        result.append(taken)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    prober.join()
+    return result[0]

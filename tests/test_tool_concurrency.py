@@ -121,3 +121,38 @@ async def test_watcher_and_tools_at_once(vault_dir: Path) -> None:
         page = await ok(client, "read_page", slug="Shared")
         assert page["content"] == (vault_dir / "Shared.md").read_text(encoding="utf-8")
         assert len(state.pages) == i + rounds - rounds // 10 + 1
+
+
+async def test_a_read_that_must_wait_leaves_the_server_answering(vault_dir: Path) -> None:
+    """Reads usually run on the event loop; one that finds the vault busy (here a thread
+    holding the lock, as the watcher does while it applies an edit) waits off the loop,
+    so the server keeps answering, and it reads the page once the vault is free."""
+    write(vault_dir, "Page.md", "Before.\n")
+    state = vault_ops.open_vault(vault_dir, scan=False)
+    async with Client(build_server(state), mode="legacy") as client:
+        assert (await ok(client, "read_page", slug="page"))["content"] == "Before.\n"
+        busy, release = threading.Event(), threading.Event()
+
+        def edit_while_holding_the_lock() -> None:
+            with state.lock:
+                busy.set()
+                release.wait(10)
+                vault_ops.save_page(state, "Page", "After.\n")
+
+        editor = threading.Thread(target=edit_while_holding_the_lock)
+        editor.start()
+        busy.wait(10)
+        read: dict[str, Any] = {}
+
+        async def read_page() -> None:
+            read.update(await ok(client, "read_page", slug="page"))
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(read_page)
+                tools = await client.list_tools(cache_mode="bypass")  # sent, not cached
+                assert "read_page" in {tool.name for tool in tools.tools}
+                assert not read  # still waiting for the lock
+                release.set()
+        editor.join(10)
+        assert read["content"] == "After.\n"

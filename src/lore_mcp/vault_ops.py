@@ -177,6 +177,21 @@ def _reading(state: AppState) -> Iterator[None]:
 
 
 @contextmanager
+def reads_at_once(state: AppState) -> Iterator[bool]:
+    """Whether a read can start at once, without waiting: the first index pass is done,
+    no other thread holds the state's lock (held here until the block ends, so it stays
+    that way) and no other process has committed since this one last looked (so no
+    reload is due). Yields False, holding nothing, when any of that is not so."""
+    if not state.ready.is_set() or not state.lock.acquire(blocking=False):
+        yield False
+        return
+    try:
+        yield not state.needs_load and state.index.data_version() == state.data_version
+    finally:
+        state.lock.release()
+
+
+@contextmanager
 def _no_cycle_collection() -> Iterator[None]:
     """Hold Python's cycle collector off. A whole-vault pass allocates millions of
     objects and leaves hardly any cycles; the full collections they would set off cost
