@@ -12,37 +12,102 @@ import bisect
 import heapq
 import itertools
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 
+EXACT, PREFIX, SUBSTRING = 0, 1, 2  # how a name matched, best first
+
 
 class TitleIndex:
-    """(slug, lowercased title) pairs, searchable by substring at the speed of `str.find`:
-    each column is also one string, its entries joined by NUL (which no slug, title or
-    query word holds)."""
+    """Every node's slug and lowercased title, for search_titles: the best few matches
+    for a name without looking at every node.
 
-    def __init__(self, entries: tuple[tuple[str, str], ...]) -> None:
-        self.entries = entries
-        self._columns = tuple(_Column([entry[i] for entry in entries]) for i in (0, 1))
+    Entries sort by slug, so an entry's position is its place in the results among
+    matches of the same kind. Slugs, their last segments and titles are each kept
+    sorted with their positions (exact and prefix matches by bisection), and slugs and
+    titles each joined into one string (substrings at the speed of `str.find`)."""
 
-    def containing(self, in_slug: str, in_title: str) -> list[tuple[str, str]]:
-        """The entries whose slug holds `in_slug` or whose title holds `in_title`, in order."""
-        found: set[int] = set()
-        for column, part in zip(self._columns, (in_slug, in_title), strict=True):
-            found.update(column.holding(part))
-        return [self.entries[i] for i in sorted(found)]
+    def __init__(self, entries: Iterable[tuple[str, str]]) -> None:
+        self.entries = tuple(sorted(entries))
+        slugs = [slug for slug, _ in self.entries]
+        titles = [title for _, title in self.entries]
+        self._slugs = _Sorted(slugs, already=True)
+        self._lasts = _Sorted([slug.rpartition("/")[2] for slug in slugs])
+        self._titles = _Sorted(titles)
+        self._slug_text = _Column(slugs)
+        self._title_text = _Column(titles)
+
+    def ranked(self, wanted: str, text: str, limit: int) -> list[tuple[str, int]]:
+        """The first `limit` entries matching a name, as (slug, kind): `wanted` (the name
+        as a slug) is the slug or its last segment (EXACT), or starts one (PREFIX), or
+        is in the slug (SUBSTRING); `text` (the name lowercased) likewise against the
+        title. The best kind first, then by slug."""
+        kinds: dict[int, int] = {}
+        exact = (self._slugs.equal(wanted), self._lasts.equal(wanted), self._titles.equal(text))
+        for positions in exact:
+            kinds.update(dict.fromkeys(positions, EXACT))
+        # A prefix match that makes the results follows fewer than `limit` others in
+        # its group, so the first `limit` of each group are enough.
+        prefixes = (
+            self._slugs.starting(wanted)[:limit],  # already in slug order
+            heapq.nsmallest(limit, self._lasts.starting(wanted)),
+            heapq.nsmallest(limit, self._titles.starting(text)),
+        )
+        for positions in prefixes:
+            for position in positions:
+                kinds.setdefault(position, PREFIX)
+        best = sorted(kinds, key=lambda position: (kinds[position], position))[:limit]
+        if len(best) < limit:  # every exact and prefix match is in: add substrings
+            hits = heapq.merge(self._slug_text.holding(wanted), self._title_text.holding(text))
+            for position in hits:
+                if position not in kinds:
+                    kinds[position] = SUBSTRING
+                    best.append(position)
+                    if len(best) == limit:
+                        break
+        return [(self.entries[position][0], kinds[position]) for position in best]
+
+
+class _Sorted:
+    """Strings in sorted order, each with the position of the entry it came from."""
+
+    def __init__(self, values: list[str], *, already: bool = False) -> None:
+        self.positions: Sequence[int]
+        if already:
+            self.keys, self.positions = values, range(len(values))
+        else:
+            order = sorted(range(len(values)), key=values.__getitem__)
+            self.keys, self.positions = [values[i] for i in order], order
+
+    def equal(self, key: str) -> Sequence[int]:
+        return self.positions[
+            bisect.bisect_left(self.keys, key) : bisect.bisect_right(self.keys, key)
+        ]
+
+    def starting(self, prefix: str) -> Sequence[int]:
+        """The positions of the strings that start with `prefix` (a run of the sorted keys)."""
+        low = bisect.bisect_left(self.keys, prefix)
+        high = bisect.bisect_left(self.keys, True, low, key=lambda key: not key.startswith(prefix))
+        return self.positions[low:high]
 
 
 class _Column:
+    """Strings joined by NUL into one, and where each starts."""
+
     def __init__(self, values: list[str]) -> None:
+        self.values = values
         self.text = "\0".join(values) + "\0"
         self.starts = list(itertools.accumulate((len(v) + 1 for v in values[:-1]), initial=0))
 
     def holding(self, part: str) -> Iterator[int]:
-        if not part or "\0" in part:
+        """The positions of the strings that hold `part`, in order."""
+        if not part or not self.values:
+            return
+        if "\0" in part:  # in the joined text it would match across strings: look one by one
+            yield from (i for i, value in enumerate(self.values) if part in value)
             return
         at = self.text.find(part)
         while at >= 0:
@@ -151,7 +216,7 @@ class LinkGraph:
     def folded_titles(self) -> TitleIndex:
         """Every node's slug and lowercased title, for title lookups."""
         if self._folded is None:
-            self._folded = TitleIndex(tuple((n.slug, n.title.lower()) for n in self.nodes()))
+            self._folded = TitleIndex((n.slug, n.title.lower()) for n in self.nodes())
         return self._folded
 
     def replace_out_edges(self, sources: Iterable[str], edges: Iterable[tuple[str, str]]) -> None:

@@ -756,21 +756,12 @@ def search_titles(state: AppState, query: str, limit: int = 20) -> TitleMatches:
         wanted = "/".join(p for p in (slugify(x) for x in text.replace("\\", "/").split("/")) if p)
         if not wanted:
             return TitleMatches(query=query, matches=[])
-        ranked: dict[str, tuple[int, str]] = {}
         kinds = ("exact", "prefix", "substring")
-        for slug, title in state.graph.folded_titles().containing(wanted, text):
-            last = slug.rpartition("/")[2]
-            if wanted in (slug, last) or text == title:
-                rank = 0
-            elif last.startswith(wanted) or title.startswith(text) or slug.startswith(wanted):
-                rank = 1
-            else:
-                rank = 2
-            ranked[slug] = (rank, slug)
-        order = sorted(ranked, key=lambda s: ranked[s])[:limit]
-        matches = [_title_match(state, s, kinds[ranked[s][0]]) for s in order]
+        ranked = state.graph.folded_titles().ranked(wanted, text, limit)
+        matches = [_title_match(state, slug, kinds[kind]) for slug, kind in ranked]
         if len(matches) < limit:
-            matches += _fuzzy_titles(state, wanted, set(order), limit - len(matches))
+            seen = {match.slug for match in matches}
+            matches += _fuzzy_titles(state, wanted, seen, limit - len(matches))
         return TitleMatches(query=query, matches=matches)
 
 
