@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import difflib
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lore_mcp.errors import InvalidNameError, UnsafePathError
 from lore_mcp.slugs import (
     Key,
     SlugIndex,
+    closest,
     file_path_for,
     name_key,
     slug_from_path,
@@ -74,15 +79,33 @@ def test_resolution_rules() -> None:
 
 def test_close_names_follow_changes_before_and_after_the_first_lookup() -> None:
     index = SlugIndex(["a/gardening", "b/gardening", "cooking"])
-    assert index.close_names("gardenin", 3) == ["gardening"]
+    assert _names(index.close_names("gardenin", 3)) == ["gardening"]
     index.add("c/gardener")
     index.remove("a/gardening")
-    assert index.close_names("gardenin", 3) == ["gardening", "gardener"]
+    assert _names(index.close_names("gardenin", 3)) == ["gardening", "gardener"]
     index.remove("b/gardening")  # the last page of that name: the name goes
     index.add("cookery")
-    assert index.close_names("gardenin", 3) == ["gardener"]
-    assert index.close_names("cookin", 3) == ["cooking", "cookery"]
+    assert _names(index.close_names("gardenin", 3)) == ["gardener"]
+    assert _names(index.close_names("cookin", 3)) == ["cooking", "cookery"]
     assert index.named("gardening") == []
+
+
+def _names(rated: list[tuple[float, str]]) -> list[str]:
+    assert rated == sorted(rated, reverse=True)
+    return [name for _, name in rated]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet="abcde-", max_size=8),
+    st.lists(st.text(alphabet="abcde-", max_size=8), max_size=12),
+    st.integers(min_value=1, max_value=5),
+)
+def test_closest_rates_like_get_close_matches(word: str, names: list[str], count: int) -> None:
+    rated = closest(word, names, count)
+    assert [name for _, name in rated] == difflib.get_close_matches(word, names, n=count)
+    for ratio, name in rated:
+        assert ratio == difflib.SequenceMatcher(None, name, word).ratio()
 
 
 def test_names_accept_titles_paths_and_slugs() -> None:

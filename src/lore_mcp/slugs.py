@@ -8,6 +8,7 @@ resolved to slugs by the rules here (SPEC §2 and §3).
 from __future__ import annotations
 
 import difflib
+import heapq
 import re
 import sys
 import threading
@@ -276,17 +277,16 @@ class SlugIndex:
                 for gram in _trigrams(last):
                     self._by_gram[gram].remove(last)
 
-    def close_names(self, word: str, count: int) -> list[str]:
-        """Last segments spelled like `word`, closest first: the names sharing the most
-        trigrams with it, ranked by difflib."""
+    def close_names(self, word: str, count: int) -> list[tuple[float, str]]:
+        """Last segments spelled like `word`, as (similarity, name), closest first: of
+        the names sharing the most trigrams with it, those difflib rates at least 0.6."""
         with self._lock:
             if self._by_gram is None:
                 self._by_gram = _gram_index(self._by_last)
             grams = self._by_gram
             # chain: the counting loop stays in C (a generator costs a Python step per name)
             tally = Counter(chain.from_iterable(grams.get(gram, ()) for gram in _trigrams(word)))
-        pool = [name for name, _ in tally.most_common(CLOSE_POOL)]
-        return difflib.get_close_matches(word, pool, n=count, cutoff=0.6)
+        return closest(word, (name for name, _ in tally.most_common(CLOSE_POOL)), count)
 
     def named(self, last: str) -> list[str]:
         """The slugs whose last segment is `last`, sorted."""
@@ -345,6 +345,24 @@ class SlugIndex:
         if not found:
             return path, False
         return pick_candidate(found, source_slug), True
+
+
+def closest(
+    word: str, names: Iterable[str], count: int, cutoff: float = 0.6
+) -> list[tuple[float, str]]:
+    """The `count` names most like `word` by difflib's ratio, at least `cutoff`, as
+    (ratio, name) pairs, best first: `difflib.get_close_matches` keeping the ratios,
+    so that lists drawn from several places merge without rating a name twice."""
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(word)
+    rated: list[tuple[float, str]] = []
+    for name in names:
+        matcher.set_seq1(name)
+        if matcher.real_quick_ratio() >= cutoff and matcher.quick_ratio() >= cutoff:
+            ratio = matcher.ratio()
+            if ratio >= cutoff:
+                rated.append((ratio, name))
+    return heapq.nlargest(count, rated)
 
 
 def _gram_index(names: Iterable[str]) -> dict[str, list[str]]:

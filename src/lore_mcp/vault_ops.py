@@ -8,8 +8,8 @@ lock for the whole operation, so two processes never interleave their changes.
 
 from __future__ import annotations
 
-import difflib
 import gc
+import heapq
 import logging
 import os
 import time
@@ -250,8 +250,8 @@ def suggest(state: AppState, key: Key, count: int = 5, substrings: bool = True) 
     that contain it)."""
     last = key.path.rpartition("/")[2]
     indexes = (state.pages, state.placeholders)
-    names = {name for index in indexes for name in index.close_names(last, count)}
-    close = difflib.get_close_matches(last, sorted(names), n=count, cutoff=0.6)
+    rated = {pair for index in indexes for pair in index.close_names(last, count)}
+    close = [name for _, name in heapq.nlargest(count, rated)]
     found = [s for name in [last, *close] for index in indexes for s in index.named(name)]
     found = list(dict.fromkeys(found))
     if substrings and len(found) < count:
