@@ -128,10 +128,11 @@ def page_text(view: PageView) -> str:
 def fitted_page(root: Path, name: str, offset: int, limit: int) -> PageView:
     state = vault_ops.open_vault(root)
     try:
-        view = budget.fit(vault_ops.read_page(state, name, offset), page_text, limit)
+        view, text = budget.fit(vault_ops.read_page(state, name, offset), page_text, limit)
     finally:
         state.close()
     assert budget.fits(view, page_text, limit)
+    assert text == page_text(view)
     return view
 
 
@@ -150,7 +151,8 @@ def test_a_small_result_is_left_as_it_is(big_dir: Path) -> None:
         view = vault_ops.read_page(state, "orphans/orphan-page-1-with-a-rather-long-name")
     finally:
         state.close()
-    assert budget.fit(view, page_text, 2000) is view
+    fitted, text = budget.fit(view, page_text, 2000)
+    assert fitted is view and text == page_text(view)
     assert view.truncated is False and view.note is None
 
 

@@ -89,14 +89,26 @@ def heading_lines(lines: Sequence[str]) -> list[int]:
 
 def fits(result: BaseModel, text: Callable[[Any], str], limit: int) -> bool:
     """Whether both the JSON and the text of `result` are within `limit` characters."""
-    return len(result.model_dump_json()) <= limit and len(text(result)) <= limit
+    return _drawn_within(result, text, limit) is not None
 
 
-def fit(result: M, text: Callable[[M], str], limit: int) -> M:
+def _drawn_within(result: BaseModel, text: Callable[[Any], str], limit: int) -> str | None:
+    """The text of `result` if both it and the JSON are within `limit` characters."""
+    if len(result.model_dump_json()) > limit:
+        return None
+    drawn = text(result)
+    return drawn if len(drawn) <= limit else None
+
+
+def fit(result: M, text: Callable[[M], str], limit: int) -> tuple[M, str]:
     """`result` itself when it fits in `limit` characters, else a copy shrunk by its
-    tool's policy, with `truncated` set and a `note` on how to get the rest."""
-    if fits(result, text, limit) or not isinstance(result, Budgeted):
-        return result
+    tool's policy, with `truncated` set and a `note` on how to get the rest; and its
+    text (drawn once, as most results fit)."""
+    drawn = _drawn_within(result, text, limit)
+    if drawn is not None:
+        return result, drawn
+    if not isinstance(result, Budgeted):
+        return result, text(result)
     room = NOTE_ROOM
     while True:
         shrunk = _shrink(result, text, limit - room)
@@ -105,7 +117,7 @@ def fit(result: M, text: Callable[[M], str], limit: int) -> M:
         room *= 2
     if not fits(shrunk, text, limit):
         log.warning("a %s is still over the %d-character limit", type(result).__name__, limit)
-    return cast(M, shrunk)
+    return cast(M, shrunk), text(cast(M, shrunk))
 
 
 def _shrink(result: Budgeted, text: Callable[[Any], str], limit: int) -> Budgeted:

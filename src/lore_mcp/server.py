@@ -166,9 +166,9 @@ def _result(ctx: Ctx, model: R, draw: Callable[[R], str]) -> CallToolResult:
     def text(result: R) -> str:
         return render.noted(draw(result), result)
 
-    fitted = budget.fit(model, text, _state(ctx).max_result_chars)
+    fitted, drawn = budget.fit(model, text, _state(ctx).max_result_chars)
     return CallToolResult(
-        content=[TextContent(type="text", text=text(fitted))],
+        content=[TextContent(type="text", text=drawn)],
         structured_content=fitted.model_dump(mode="json"),
     )
 
