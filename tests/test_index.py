@@ -94,6 +94,41 @@ def _db(root: Path) -> Path:
     return root / LORE_DIR / DB_NAME
 
 
+def _pages_in_the_file(db: Path) -> int:
+    """Pages in the database file itself, not counting what is still in its log."""
+    conn = sqlite3.connect(f"file:{db}?immutable=1", uri=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM pages").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_a_deferred_checkpoint_leaves_commits_in_the_log_until_asked(vault_dir: Path) -> None:
+    def pages(prefix: str) -> list[tuple[PageRow, str | None]]:
+        # About 6 MB: past the 4 MB of log at which a commit copies the log on its own.
+        return [(PageRow(f"{prefix}{i}", "T", f"{prefix}{i}.md"), "x " * 2000) for i in range(1500)]
+
+    index = Index(vault_dir / "index.db")
+    index.checkpoint()  # the empty schema, into the file
+    with index.checkpoint_deferred(), index.write():
+        index.upsert_pages(pages("p"))
+    assert _pages_in_the_file(index.path) == 0
+    index.checkpoint()
+    assert _pages_in_the_file(index.path) == 1500
+    with index.write():  # after the block, commits copy the log on their own again
+        index.upsert_pages(pages("q"))
+    assert _pages_in_the_file(index.path) == 3000
+    index.close()
+
+
+def test_the_index_pass_leaves_its_pages_in_the_database_file(brain_dir: Path) -> None:
+    state = ops.open_vault(brain_dir)
+    try:
+        assert _pages_in_the_file(_db(brain_dir)) == len(state.pages) + len(state.placeholders)
+    finally:
+        state.close()
+
+
 def test_deleting_the_index_loses_nothing(brain_dir: Path) -> None:
     first = ops.open_vault(brain_dir)
     before = ops.get_graph(first).shape

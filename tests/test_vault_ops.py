@@ -445,17 +445,6 @@ def test_search_ranks_titles_and_finds_cjk(brain: AppState) -> None:
     assert ops.search(brain, "placehol").hits, "the last term matches as a prefix"
 
 
-def test_search_weighs_a_title_above_a_body_full_of_the_word(state: AppState) -> None:
-    ops.save_page(state, "Orchard Notes", "Pears, plums. " + "An apple a day. " * 6)
-    ops.save_page(state, "Apple", "A fruit.")
-    for i in range(8):
-        ops.save_page(state, f"Filler {i}", "Nothing to see.")
-    hits = ops.search(state, "apple").hits
-    assert [h.slug for h in hits] == ["apple", "orchard-notes"]
-    assert hits[0].score > hits[1].score > 0
-    assert [h.slug for h in ops.search(state, "apple", limit=1).hits] == ["apple"]
-
-
 @pytest.mark.parametrize(
     "query",
     [

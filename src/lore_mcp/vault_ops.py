@@ -135,13 +135,16 @@ def index_cache_dir(root: Path) -> Path:
 
 def index_vault(state: AppState, progress: indexing.Progress | None = None) -> SyncReport:
     """Bring the index up to date with the files (only changed files are parsed), then
-    let operations run."""
+    let operations run; the pass's log is copied into the database file after that."""
     try:
-        with state.lock, state.index.write(), _no_cycle_collection():
+        # The commit (at the end of write()) leaves the checkpoint for later.
+        deferred = state.index.checkpoint_deferred()
+        with state.lock, deferred, state.index.write(), _no_cycle_collection():
             indexing.load(state)
             report = indexing.sync(state, progress=progress)
     finally:
         state.ready.set()
+    state.index.checkpoint()
     log.info(
         "indexed %s: %d pages, %d placeholders, %d links (%d new, %d changed, %d removed) in %.2fs",
         state.root,
