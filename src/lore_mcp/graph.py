@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+import operator
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -100,7 +101,9 @@ class _Column:
     def __init__(self, values: list[str]) -> None:
         self.values = values
         self.text = "\0".join(values) + "\0"
-        self.starts = list(itertools.accumulate((len(v) + 1 for v in values[:-1]), initial=0))
+        # Where value i starts: the lengths before it, plus one NUL after each (in C).
+        lengths = itertools.accumulate(map(len, values[:-1]), initial=0)
+        self.starts = list(map(operator.add, lengths, itertools.count()))
 
     def holding(self, part: str) -> Iterator[int]:
         """The positions of the strings that hold `part`, in order."""
@@ -216,7 +219,8 @@ class LinkGraph:
     def folded_titles(self) -> TitleIndex:
         """Every node's slug and lowercased title, for title lookups."""
         if self._folded is None:
-            self._folded = TitleIndex((n.slug, n.title.lower()) for n in self.nodes())
+            titles = self._titles
+            self._folded = TitleIndex((slug, titles.get(slug, slug).lower()) for slug in self._g)
         return self._folded
 
     def replace_out_edges(self, sources: Iterable[str], edges: Iterable[tuple[str, str]]) -> None:
