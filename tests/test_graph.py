@@ -6,7 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lore_mcp.graph import EXACT, PREFIX, SUBSTRING, LinkGraph, Node, TitleIndex
+from lore_mcp.graph import (
+    EXACT,
+    FOLDED_CHANGES_KEPT,
+    PREFIX,
+    SUBSTRING,
+    LinkGraph,
+    Node,
+    TitleIndex,
+)
 
 _TEXT = st.text(alphabet="ab/-é 記\0", max_size=6)
 _NAME = st.text(alphabet="ab/-é 記\0", min_size=1, max_size=4)
@@ -35,6 +43,50 @@ def test_ranked_finds_what_a_scan_finds(
 ) -> None:
     index = TitleIndex(entries.items())
     assert index.ranked(wanted, text, limit) == _by_scan(entries, wanted, text, limit)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(_TEXT, _TEXT, max_size=10),
+    st.lists(st.tuples(st.booleans(), _TEXT, _TEXT), max_size=12),
+    _NAME,
+    _NAME,
+)
+def test_ranked_follows_additions_and_removals(
+    entries: dict[str, str],
+    changes: list[tuple[bool, str, str]],
+    wanted: str,
+    text: str,
+) -> None:
+    index = TitleIndex(entries.items())
+    index.ranked(wanted, text, 100)  # the substring lookup is made, and must follow changes
+    for add, slug, title in changes:
+        if add:
+            index.add(slug, title)
+            entries[slug] = title
+        else:
+            index.remove(slug)
+            entries.pop(slug, None)
+    assert len(index) == len(entries)
+    for limit in (1, 3, 20):
+        assert index.ranked(wanted, text, limit) == _by_scan(entries, wanted, text, limit)
+
+
+def test_the_graph_keeps_its_title_index_in_step() -> None:
+    graph = LinkGraph()
+    for slug, title in (("a/alpha", "Alpha"), ("beta", "Beta")):
+        graph.set_node(slug, title, placeholder=False)
+    titles = graph.folded_titles()
+    graph.set_node("alphabet", "Alphabet", placeholder=True)
+    graph.set_node("beta", "Alpha Beta", placeholder=False)  # a new title
+    graph.remove_node("a/alpha")
+    assert graph.folded_titles() is titles  # kept, not built again
+    assert titles.ranked("alpha", "alpha", 10) == [("alphabet", PREFIX), ("beta", PREFIX)]
+    for i in range(FOLDED_CHANGES_KEPT):
+        graph.set_node(f"n{i}", f"N {i}", placeholder=False)
+    rebuilt = graph.folded_titles()
+    assert rebuilt is not titles  # after many changes it is built afresh
+    assert rebuilt.ranked("n1999", "n 1999", 5) == [("n1999", EXACT)]
 
 
 def test_ranked_orders_exact_then_prefix_then_substring_each_by_slug() -> None:

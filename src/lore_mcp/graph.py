@@ -13,86 +13,155 @@ import heapq
 import itertools
 import operator
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 
 EXACT, PREFIX, SUBSTRING = 0, 1, 2  # how a name matched, best first
+FOLDED_CHANGES_KEPT = 2000  # node changes applied to a built title index before it is dropped
 
 
 class TitleIndex:
     """Every node's slug and lowercased title, for search_titles: the best few matches
-    for a name without looking at every node.
+    for a name without looking at every node, kept in step as nodes come and go.
 
-    Entries sort by slug, so an entry's position is its place in the results among
-    matches of the same kind. Slugs, their last segments and titles are each kept
-    sorted with their positions (exact and prefix matches by bisection), and slugs and
-    titles each joined into one string (substrings at the speed of `str.find`)."""
+    Slugs, (last segment, slug) pairs and (title, slug) pairs are each kept sorted, so
+    exact and prefix matches are runs found by bisection; substrings are found by
+    `_Substrings`."""
 
     def __init__(self, entries: Iterable[tuple[str, str]]) -> None:
-        self.entries = tuple(sorted(entries))
-        slugs = [slug for slug, _ in self.entries]
-        titles = [title for _, title in self.entries]
-        self._slugs = _Sorted(slugs, already=True)
-        self._lasts = _Sorted([slug.rpartition("/")[2] for slug in slugs])
-        self._titles = _Sorted(titles)
-        self._slug_text = _Column(slugs)
-        self._title_text = _Column(titles)
+        self._title_of = dict(entries)
+        self._slugs = sorted(self._title_of)
+        self._by_last = _Pairs((_last(slug), slug) for slug in self._slugs)
+        self._by_title = _Pairs((title, slug) for slug, title in self._title_of.items())
+        self._substrings: _Substrings | None = None  # made on the first substring lookup
+
+    def __len__(self) -> int:
+        return len(self._slugs)
+
+    def add(self, slug: str, title: str) -> None:
+        """Add a node, or give one its new title."""
+        if slug in self._title_of:
+            if self._title_of[slug] == title:
+                return
+            self.remove(slug)
+        self._title_of[slug] = title
+        bisect.insort(self._slugs, slug)
+        self._by_last.add(_last(slug), slug)
+        self._by_title.add(title, slug)
+        if self._substrings is not None:
+            self._substrings.add(slug, title)
+
+    def remove(self, slug: str) -> None:
+        title = self._title_of.pop(slug, None)
+        if title is None:
+            return
+        del self._slugs[bisect.bisect_left(self._slugs, slug)]
+        self._by_last.remove(_last(slug), slug)
+        self._by_title.remove(title, slug)
+        if self._substrings is not None:
+            self._substrings.remove(slug)
 
     def ranked(self, wanted: str, text: str, limit: int) -> list[tuple[str, int]]:
         """The first `limit` entries matching a name, as (slug, kind): `wanted` (the name
         as a slug) is the slug or its last segment (EXACT), or starts one (PREFIX), or
         is in the slug (SUBSTRING); `text` (the name lowercased) likewise against the
         title. The best kind first, then by slug."""
-        kinds: dict[int, int] = {}
-        exact = (self._slugs.equal(wanted), self._lasts.equal(wanted), self._titles.equal(text))
-        for positions in exact:
-            kinds.update(dict.fromkeys(positions, EXACT))
+        exact = [wanted] if wanted in self._title_of else []
+        exact += self._by_last.equal(wanted) + self._by_title.equal(text)
+        kinds = dict.fromkeys(exact, EXACT)
         # A prefix match that makes the results follows fewer than `limit` others in
-        # its group, so the first `limit` of each group are enough.
+        # its group, so the first `limit` of each group (by slug) are enough.
+        low = bisect.bisect_left(self._slugs, wanted)
         prefixes = (
-            self._slugs.starting(wanted)[:limit],  # already in slug order
-            heapq.nsmallest(limit, self._lasts.starting(wanted)),
-            heapq.nsmallest(limit, self._titles.starting(text)),
+            _starting(self._slugs[low : low + limit], wanted),
+            heapq.nsmallest(limit, self._by_last.starting(wanted)),
+            heapq.nsmallest(limit, self._by_title.starting(text)),
         )
-        for positions in prefixes:
-            for position in positions:
-                kinds.setdefault(position, PREFIX)
-        best = sorted(kinds, key=lambda position: (kinds[position], position))[:limit]
+        for slugs in prefixes:
+            for slug in slugs:
+                kinds.setdefault(slug, PREFIX)
+        best = sorted(kinds, key=lambda slug: (kinds[slug], slug))[:limit]
         if len(best) < limit:  # every exact and prefix match is in: add substrings
-            hits = heapq.merge(self._slug_text.holding(wanted), self._title_text.holding(text))
-            for position in hits:
-                if position not in kinds:
-                    kinds[position] = SUBSTRING
-                    best.append(position)
+            if self._substrings is None:
+                self._substrings = _Substrings(self._title_of)
+            for slug in self._substrings.holding(wanted, text):
+                if slug not in kinds:
+                    kinds[slug] = SUBSTRING
+                    best.append(slug)
                     if len(best) == limit:
                         break
-        return [(self.entries[position][0], kinds[position]) for position in best]
+        return [(slug, kinds[slug]) for slug in best]
 
 
-class _Sorted:
-    """Strings in sorted order, each with the position of the entry it came from."""
+class _Substrings:
+    """Which slugs hold a part in the slug or the title, in slug order. Made with every
+    slug and every title joined into one string each, searched with `str.find`; what
+    changed since then sits beside them and is looked through one by one (the title
+    index is made afresh after many changes)."""
 
-    def __init__(self, values: list[str], *, already: bool = False) -> None:
-        self.positions: Sequence[int]
-        if already:
-            self.keys, self.positions = values, range(len(values))
-        else:
-            order = sorted(range(len(values)), key=values.__getitem__)
-            self.keys, self.positions = [values[i] for i in order], order
+    def __init__(self, title_of: dict[str, str]) -> None:
+        self._in_order = sorted(title_of)
+        self._slugs = _Column(self._in_order)
+        self._titles = _Column([title_of[slug] for slug in self._in_order])
+        self._changed: set[str] = set()  # slugs gone or retitled since
+        self._added: dict[str, str] = {}  # slugs (re)titled since, and their titles
 
-    def equal(self, key: str) -> Sequence[int]:
-        return self.positions[
-            bisect.bisect_left(self.keys, key) : bisect.bisect_right(self.keys, key)
-        ]
+    def add(self, slug: str, title: str) -> None:
+        self._changed.add(slug)
+        self._added[slug] = title
 
-    def starting(self, prefix: str) -> Sequence[int]:
-        """The positions of the strings that start with `prefix` (a run of the sorted keys)."""
-        low = bisect.bisect_left(self.keys, prefix)
-        high = bisect.bisect_left(self.keys, True, low, key=lambda key: not key.startswith(prefix))
-        return self.positions[low:high]
+    def remove(self, slug: str) -> None:
+        self._changed.add(slug)
+        self._added.pop(slug, None)
+
+    def holding(self, in_slug: str, in_title: str) -> Iterator[str]:
+        """Slugs holding `in_slug` or titles holding `in_title`, in slug order (a slug
+        may come twice)."""
+        found = heapq.merge(self._slugs.holding(in_slug), self._titles.holding(in_title))
+        kept = (s for s in map(self._in_order.__getitem__, found) if s not in self._changed)
+        added = sorted(
+            slug
+            for slug, title in self._added.items()
+            if (in_slug and in_slug in slug) or (in_title and in_title in title)
+        )
+        return heapq.merge(kept, added)
+
+
+class _Pairs:
+    """(key, slug) pairs kept sorted: the slugs under one key, or under keys that start
+    with a prefix, are a run found by bisection."""
+
+    def __init__(self, pairs: Iterable[tuple[str, str]]) -> None:
+        self._pairs = sorted(pairs)
+
+    def add(self, key: str, slug: str) -> None:
+        bisect.insort(self._pairs, (key, slug))
+
+    def remove(self, key: str, slug: str) -> None:
+        del self._pairs[bisect.bisect_left(self._pairs, (key, slug))]
+
+    def equal(self, key: str) -> list[str]:
+        return [slug for _, slug in self._run(key, lambda pair: pair[0] != key)]
+
+    def starting(self, prefix: str) -> Iterator[str]:
+        return (slug for _, slug in self._run(prefix, lambda pair: not pair[0].startswith(prefix)))
+
+    def _run(self, key: str, past: Callable[[tuple[str, str]], bool]) -> list[tuple[str, str]]:
+        """The pairs from the first whose key is not below `key`, up to the first `past`."""
+        low = bisect.bisect_left(self._pairs, (key,))
+        return self._pairs[low : bisect.bisect_left(self._pairs, True, low, key=past)]
+
+
+def _starting(slugs: list[str], prefix: str) -> Iterator[str]:
+    """The leading slugs (of a sorted run) that start with `prefix`."""
+    return itertools.takewhile(lambda slug: slug.startswith(prefix), slugs)
+
+
+def _last(slug: str) -> str:
+    return slug.rpartition("/")[2]
 
 
 class _Column:
@@ -171,7 +240,8 @@ class LinkGraph:
         self._titles: dict[str, str] = {}
         self._placeholders: set[str] = set()
         self._nodes: tuple[Node, ...] | None = None  # built on demand, dropped on change
-        self._folded: TitleIndex | None = None
+        self._folded: TitleIndex | None = None  # built on demand, then kept in step
+        self._folded_changes = 0
 
     def clear(self) -> None:
         self._g.clear()
@@ -187,14 +257,26 @@ class LinkGraph:
             self._placeholders.add(slug)
         else:
             self._placeholders.discard(slug)
-        self._nodes = self._folded = None
+        self._nodes = None
+        if self._folded is not None and self._keep_folded():
+            self._folded.add(slug, title.lower())
 
     def remove_node(self, slug: str) -> None:
         if slug in self._g:
             self._g.remove_node(slug)
             self._titles.pop(slug, None)
             self._placeholders.discard(slug)
-            self._nodes = self._folded = None
+            self._nodes = None
+            if self._folded is not None and self._keep_folded():
+                self._folded.remove(slug)
+
+    def _keep_folded(self) -> bool:
+        """Whether to keep the title index in step with one more change (a few changes
+        at a time are cheaper to apply; after many, building it again is)."""
+        self._folded_changes += 1
+        if self._folded_changes > FOLDED_CHANGES_KEPT:
+            self._folded = None
+        return self._folded is not None
 
     def __contains__(self, slug: object) -> bool:
         return slug in self._g
@@ -221,6 +303,7 @@ class LinkGraph:
         if self._folded is None:
             titles = self._titles
             self._folded = TitleIndex((slug, titles.get(slug, slug).lower()) for slug in self._g)
+            self._folded_changes = 0
         return self._folded
 
     def replace_out_edges(self, sources: Iterable[str], edges: Iterable[tuple[str, str]]) -> None:
