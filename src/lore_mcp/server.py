@@ -1,9 +1,10 @@
 """The nine MCP tools, a thin layer over `vault_ops`.
 
 Each tool validates its arguments (the schema does most of it), runs one vault operation
-off the event loop, and returns the operation's model twice: as structured content (the
-tool's output schema) and as a few readable lines for the model (see `render`). `_call`
-is the one place where a `LoreError` becomes an `isError` result.
+(a read on the event loop when the vault is free, anything else in a worker thread; see
+`_read`), and returns the operation's model twice: as structured content (the tool's
+output schema) and as a few readable lines for the model (see `render`). `_call` is the
+one place where a `LoreError` becomes an `isError` result.
 
 `build_server(state)` takes a vault opened with `vault_ops.open_vault(root, scan=False)`
 and owns it from then on: its lifespan indexes the vault in a background thread (so
