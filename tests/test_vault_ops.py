@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -434,6 +435,24 @@ def test_list_pages_paging_and_folders(brain: AppState) -> None:
     assert slugs == sorted(slugs)
     tools = ops.list_pages(brain, folder="tools")
     assert tools.pages and all(p.slug.startswith("tools/") for p in tools.pages)
+
+
+def test_list_pages_follows_saves_deletes_and_renames(brain: AppState) -> None:
+    def listed(**options: Any) -> list[tuple[str, bool]]:
+        listing = ops.list_pages(brain, limit=100, **options)
+        assert listing.total == len(listing.pages)
+        return [(p.slug, p.is_placeholder) for p in listing.pages]
+
+    before = listed(include_placeholders=True)  # the listing exists; now change the vault
+    ops.save_page(brain, "tools/Alpha Tool", "Links [[tools/Beta Idea]].")
+    ops.delete_page(brain, "tools/alpha-tool")
+    ops.save_page(brain, "tools/Gamma", "[[tools/Delta]]")
+    ops.rename_page(brain, "tools/gamma", "tools/Epsilon")
+    after = listed(include_placeholders=True)
+    assert after == sorted([*before, ("tools/delta", True), ("tools/epsilon", False)])
+    in_tools = [slug for slug, ph in after if slug.startswith("tools/") and not ph]
+    assert listed(folder="tools") == [(slug, False) for slug in in_tools]
+    assert [slug for slug, _ in listed()] == sorted(brain.pages)
 
 
 def test_search_ranks_titles_and_finds_cjk(brain: AppState) -> None:

@@ -64,6 +64,14 @@ class TitleIndex:
         if self._substrings is not None:
             self._substrings.remove(slug)
 
+    def starting(self, prefix: str) -> list[str]:
+        """The slugs that start with `prefix`, sorted."""
+        low = bisect.bisect_left(self._slugs, prefix)
+        high = bisect.bisect_left(
+            self._slugs, True, low, key=lambda slug: not slug.startswith(prefix)
+        )
+        return self._slugs[low:high]
+
     def ranked(self, wanted: str, text: str, limit: int) -> list[tuple[str, int]]:
         """The first `limit` entries matching a name, as (slug, kind): `wanted` (the name
         as a slug) is the slug or its last segment (EXACT), or starts one (PREFIX), or
@@ -74,9 +82,8 @@ class TitleIndex:
         kinds = dict.fromkeys(exact, EXACT)
         # A prefix match that makes the results follows fewer than `limit` others in
         # its group, so the first `limit` of each group (by slug) are enough.
-        low = bisect.bisect_left(self._slugs, wanted)
         prefixes = (
-            _starting(self._slugs[low : low + limit], wanted),
+            self.starting(wanted)[:limit],
             heapq.nsmallest(limit, self._by_last.starting(wanted)),
             heapq.nsmallest(limit, self._by_title.starting(text)),
         )
@@ -153,11 +160,6 @@ class _Pairs:
         """The pairs from the first whose key is not below `key`, up to the first `past`."""
         low = bisect.bisect_left(self._pairs, (key,))
         return self._pairs[low : bisect.bisect_left(self._pairs, True, low, key=past)]
-
-
-def _starting(slugs: list[str], prefix: str) -> Iterator[str]:
-    """The leading slugs (of a sorted run) that start with `prefix`."""
-    return itertools.takewhile(lambda slug: slug.startswith(prefix), slugs)
 
 
 def _last(slug: str) -> str:
@@ -239,7 +241,6 @@ class LinkGraph:
         self._g: nx.DiGraph[str] = _ThinDiGraph()
         self._titles: dict[str, str] = {}
         self._placeholders: set[str] = set()
-        self._nodes: tuple[Node, ...] | None = None  # built on demand, dropped on change
         self._folded: TitleIndex | None = None  # built on demand, then kept in step
         self._folded_changes = 0
 
@@ -247,7 +248,7 @@ class LinkGraph:
         self._g.clear()
         self._titles.clear()
         self._placeholders.clear()
-        self._nodes = self._folded = None
+        self._folded = None
 
     def set_node(self, slug: str, title: str, placeholder: bool) -> None:
         slug = sys.intern(slug)
@@ -257,7 +258,6 @@ class LinkGraph:
             self._placeholders.add(slug)
         else:
             self._placeholders.discard(slug)
-        self._nodes = None
         if self._folded is not None and self._keep_folded():
             self._folded.add(slug, title.lower())
 
@@ -266,7 +266,6 @@ class LinkGraph:
             self._g.remove_node(slug)
             self._titles.pop(slug, None)
             self._placeholders.discard(slug)
-            self._nodes = None
             if self._folded is not None and self._keep_folded():
                 self._folded.remove(slug)
 
@@ -289,14 +288,17 @@ class LinkGraph:
             return None
         return Node(slug, self._titles.get(slug, slug), slug in self._placeholders)
 
-    def nodes(self) -> tuple[Node, ...]:
-        """Every page and placeholder (kept between calls until the nodes change)."""
-        if self._nodes is None:
-            titles, placeholders = self._titles, self._placeholders
-            self._nodes = tuple(
-                Node(slug, titles.get(slug, slug), slug in placeholders) for slug in self._g
-            )
-        return self._nodes
+    def nodes(self) -> list[Node]:
+        """Every page and placeholder."""
+        titles, placeholders = self._titles, self._placeholders
+        return [Node(slug, titles.get(slug, slug), slug in placeholders) for slug in self._g]
+
+    def slugs_under(self, prefix: str, placeholders: bool = True) -> list[str]:
+        """The slugs that start with `prefix`, sorted: pages, and placeholders if asked."""
+        slugs = self.folded_titles().starting(prefix)
+        if placeholders:
+            return slugs
+        return list(itertools.filterfalse(self._placeholders.__contains__, slugs))
 
     def folded_titles(self) -> TitleIndex:
         """Every node's slug and lowercased title, for title lookups."""

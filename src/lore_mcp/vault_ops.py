@@ -709,30 +709,25 @@ def list_pages(
     """Pages sorted by slug, optionally under one folder, a page of them at a time."""
     with _reading(state):
         prefix = name_key(folder).path + "/" if folder.strip().strip("/") else ""
-        nodes = sorted(
-            (
-                n
-                for n in state.graph.nodes()
-                if n.slug.startswith(prefix) and (include_placeholders or not n.is_placeholder)
-            ),
-            key=lambda n: n.slug,
-        )
-        window = nodes[offset : offset + limit]
+        slugs = state.graph.slugs_under(prefix, placeholders=include_placeholders)
         return PageList(
-            pages=[
-                PageSummary(
-                    slug=n.slug,
-                    title=n.title,
-                    is_placeholder=n.is_placeholder,
-                    links_out=state.graph.out_degree(n.slug),
-                    links_in=state.graph.in_degree(n.slug),
-                )
-                for n in window
-            ],
-            total=len(nodes),
+            pages=[_summary(state, slug) for slug in slugs[offset : offset + limit]],
+            total=len(slugs),
             offset=offset,
-            next_offset=offset + limit if offset + limit < len(nodes) else None,
+            next_offset=offset + limit if offset + limit < len(slugs) else None,
         )
+
+
+def _summary(state: AppState, slug: str) -> PageSummary:
+    node = state.graph.node(slug)
+    assert node is not None
+    return PageSummary(
+        slug=slug,
+        title=node.title,
+        is_placeholder=node.is_placeholder,
+        links_out=state.graph.out_degree(slug),
+        links_in=state.graph.in_degree(slug),
+    )
 
 
 def _check_query(query: str) -> None:
