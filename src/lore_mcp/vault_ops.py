@@ -33,6 +33,7 @@ from lore_mcp.errors import (
     UnsafePathError,
     VaultError,
 )
+from lore_mcp.graph import Node
 from lore_mcp.index import Index
 from lore_mcp.models import (
     Backlink,
@@ -284,6 +285,13 @@ def _resolve_write(state: AppState, name: str) -> str | None:
 def _placeholder_for(state: AppState, name: str) -> str | None:
     """The one placeholder a write names; None when it names none."""
     return _unique(state.placeholders, name)
+
+
+def _node(state: AppState, slug: str) -> Node:
+    """The graph's node for a slug the title index just gave (so it is in the graph)."""
+    node = state.graph.node(slug)
+    assert node is not None, slug
+    return node
 
 
 def _title(state: AppState, slug: str) -> str:
@@ -719,8 +727,7 @@ def list_pages(
 
 
 def _summary(state: AppState, slug: str) -> PageSummary:
-    node = state.graph.node(slug)
-    assert node is not None
+    node = _node(state, slug)
     return PageSummary(
         slug=slug,
         title=node.title,
@@ -764,8 +771,7 @@ def search_titles(state: AppState, query: str, limit: int = 20) -> TitleMatches:
 
 
 def _title_match(state: AppState, slug: str, kind: str) -> TitleMatch:
-    node = state.graph.node(slug)
-    assert node is not None
+    node = _node(state, slug)
     return TitleMatch(slug=slug, title=node.title, is_placeholder=node.is_placeholder, match=kind)  # type: ignore[arg-type]
 
 
