@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -95,17 +93,38 @@ def _names(rated: list[tuple[float, str]]) -> list[str]:
     return [name for _, name in rated]
 
 
+def _common_subsequence(a: str, b: str) -> int:
+    """The textbook dynamic-programming table, row by row."""
+    above = [0] * (len(b) + 1)
+    for letter in a:
+        row = [0]
+        for j, other in enumerate(b):
+            row.append(above[j] + 1 if letter == other else max(above[j + 1], row[j]))
+        above = row
+    return above[-1]
+
+
 @settings(max_examples=300, deadline=None)
 @given(
-    st.text(alphabet="abcde-", max_size=8),
-    st.lists(st.text(alphabet="abcde-", max_size=8), max_size=12),
+    st.text(alphabet="abcdeé-", max_size=80),
+    st.lists(st.text(alphabet="abcdeé-", max_size=80), max_size=12),
     st.integers(min_value=1, max_value=5),
+    st.sampled_from([0.0, 0.6, 0.9]),
 )
-def test_closest_rates_like_get_close_matches(word: str, names: list[str], count: int) -> None:
-    rated = closest(word, names, count)
-    assert [name for _, name in rated] == difflib.get_close_matches(word, names, n=count)
-    for ratio, name in rated:
-        assert ratio == difflib.SequenceMatcher(None, name, word).ratio()
+def test_closest_rates_by_the_longest_common_subsequence(
+    word: str, names: list[str], count: int, cutoff: float
+) -> None:
+    similar = [(2 * _common_subsequence(word, n) / (len(word) + len(n)), n) for n in names if n]
+    expected = sorted((pair for pair in similar if pair[0] >= cutoff), reverse=True)[:count]
+    assert closest(word, names, count, cutoff) == expected
+
+
+def test_closest_forgives_a_typo_or_two() -> None:
+    names = ["gardening", "gardener", "garden-party", "cooking", "kitchen"]
+    assert _names(closest("gardnening", names, 2)) == ["gardening", "gardener"]
+    assert _names(closest("kitchne", names, 5)) == ["kitchen"]
+    assert closest("kitchen", names, 1) == [(1.0, "kitchen")]
+    assert closest("zzz", names, 5) == []
 
 
 def test_names_accept_titles_paths_and_slugs() -> None:

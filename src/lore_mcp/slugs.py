@@ -7,7 +7,6 @@ resolved to slugs by the rules here (SPEC §2 and §3).
 
 from __future__ import annotations
 
-import difflib
 import heapq
 import re
 import sys
@@ -24,7 +23,7 @@ from lore_mcp.errors import InvalidNameError, UnsafePathError
 
 MAX_SEGMENT_CHARS = 200
 MAX_NAME_CHARS = 1000
-CLOSE_POOL = 64  # names per fuzzy lookup that difflib ranks
+CLOSE_POOL = 64  # names per fuzzy lookup that are rated for similarity
 # Not portable in file names, or (`[ ] # ^ |`) cannot be written inside a [[link]].
 _FORBIDDEN_FILE_CHARS = frozenset('<>:"|?*[]#^')
 _DASH_RUN = re.compile(r"-{2,}")
@@ -279,7 +278,7 @@ class SlugIndex:
 
     def close_names(self, word: str, count: int) -> list[tuple[float, str]]:
         """Last segments spelled like `word`, as (similarity, name), closest first: of
-        the names sharing the most trigrams with it, those difflib rates at least 0.6."""
+        the names sharing the most trigrams with it, those `closest` rates at least 0.6."""
         with self._lock:
             if self._by_gram is None:
                 self._by_gram = _gram_index(self._by_last)
@@ -350,19 +349,43 @@ class SlugIndex:
 def closest(
     word: str, names: Iterable[str], count: int, cutoff: float = 0.6
 ) -> list[tuple[float, str]]:
-    """The `count` names most like `word` by difflib's ratio, at least `cutoff`, as
-    (ratio, name) pairs, best first: `difflib.get_close_matches` keeping the ratios,
-    so that lists drawn from several places merge without rating a name twice."""
-    matcher = difflib.SequenceMatcher()
-    matcher.set_seq2(word)
+    """The `count` names most like `word`, as (similarity, name) pairs, best first, those
+    at least `cutoff`. Similarity is 2·L / (len(word) + len(name)), L being the length
+    of their longest common subsequence: 1.0 for the same name, and each letter typed
+    wrong, missing or extra costs about one letter's share. (difflib's ratio has the
+    same form with a greedy L; this L is exact, and found about ten times faster.)"""
+    size = len(word)
+    letters = _letter_bits(word)
     rated: list[tuple[float, str]] = []
     for name in names:
-        matcher.set_seq1(name)
-        if matcher.real_quick_ratio() >= cutoff and matcher.quick_ratio() >= cutoff:
-            ratio = matcher.ratio()
-            if ratio >= cutoff:
-                rated.append((ratio, name))
+        total = size + len(name)
+        if not name or 2 * min(size, len(name)) < cutoff * total:  # L ≤ the shorter one
+            continue
+        similarity = 2 * _common_length(letters, size, name) / total
+        if similarity >= cutoff:
+            rated.append((similarity, name))
     return heapq.nlargest(count, rated)
+
+
+def _letter_bits(word: str) -> dict[str, int]:
+    """For each letter of `word`, a mask with bit i set where word[i] is that letter."""
+    bits: dict[str, int] = {}
+    for i, letter in enumerate(word):
+        bits[letter] = bits.get(letter, 0) | 1 << i
+    return bits
+
+
+def _common_length(letters: dict[str, int], size: int, other: str) -> int:
+    """The length of the longest common subsequence of a word of `size` letters (given as
+    `_letter_bits`) and `other`, by the bit-parallel method of Allison and Dix (1986):
+    bit i of `row` is cleared once the word's letter i is matched; a few integer
+    operations per letter of `other`, however long the word."""
+    everything = (1 << size) - 1
+    row = everything
+    for letter in other:
+        matched = row & letters.get(letter, 0)
+        row = (row + matched) | (row - matched)
+    return size - (row & everything).bit_count()
 
 
 def _gram_index(names: Iterable[str]) -> dict[str, list[str]]:
