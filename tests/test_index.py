@@ -44,6 +44,23 @@ def test_any_query_is_safe(query: str) -> None:
         index.close()
 
 
+def test_page_files_found_by_path_folder_and_slug(tmp_path: Path) -> None:
+    index = Index(tmp_path / "lore.db")
+    paths = ["a.md", "a/b.md", "a/c/d.md", "a-b/e.md", "a.b/f.md", "ab/g.md", "é/h.md"]
+    with index.write():
+        rows = [(PageRow(p[:-3].replace("/", "-"), p, p, size=i), "") for i, p in enumerate(paths)]
+        index.upsert_pages([*rows, (PageRow("ghost", "Ghost", None), "")])
+    assert sorted(index.files_under("a")) == ["a/b.md", "a/c/d.md"]
+    assert sorted(index.files_under("a/c")) == ["a/c/d.md"]
+    assert sorted(index.files_under("é")) == ["é/h.md"]
+    assert index.files_under("a/b.md") == {}
+    assert sorted(index.files_at(["a.md", "ab/g.md", "nowhere.md"])) == ["a.md", "ab/g.md"]
+    found = index.files_of(["a-b-e", "ghost", "nobody"])
+    assert list(found) == ["a-b/e.md"] and found["a-b/e.md"].slug == "a-b-e"
+    assert index.stamps() == {(p, i, 0) for i, p in enumerate(paths)}
+    index.close()
+
+
 def test_title_weighs_more_than_body(vault_dir: Path) -> None:
     write(vault_dir, "Gardening.md", "Notes on soil.\n")
     write(vault_dir, "Cooking.md", "Gardening gardening gardening in the kitchen.\n")

@@ -145,6 +145,33 @@ def test_slug_collision_keeps_first_path(vault_dir: Path) -> None:
     st.close()
 
 
+def test_a_reopen_settles_a_slug_between_a_new_file_and_an_unchanged_one(
+    vault_dir: Path,
+) -> None:
+    write(vault_dir, "My Page.md", "old")
+    write(vault_dir, "Other.md", "[[My Page]]")
+    ops.open_vault(vault_dir).close()
+    write(vault_dir, "MY PAGE.md", "new")  # sorts before "My Page.md": it takes the slug
+    st = ops.open_vault(vault_dir, scan=False)
+    try:
+        report = ops.index_vault(st)
+        assert (report.added, report.updated, report.removed, report.unchanged) == (1, 0, 0, 1)
+        assert report.skipped == ["My Page.md: slug 'my-page' is taken by MY PAGE.md"]
+        assert ops.read_page(st, "my-page").content == "new"
+        assert st.index.shadowed() == [("My Page.md", "my-page")]
+        assert_matches_fresh(st)
+        st.close()
+        (vault_dir / "MY PAGE.md").unlink()  # the unchanged file gets its slug back
+        st = ops.open_vault(vault_dir, scan=False)
+        report = ops.index_vault(st)
+        assert (report.added, report.removed, report.unchanged, report.skipped) == (1, 0, 1, [])
+        assert ops.read_page(st, "my-page").content == "old"
+        assert st.index.shadowed() == []
+        assert_matches_fresh(st)
+    finally:
+        st.close()
+
+
 def test_deleting_a_page_hands_its_slug_to_the_file_it_shadowed(vault_dir: Path) -> None:
     write(vault_dir, "My Page.md", "upper")
     write(vault_dir, "my-page.md", "lower")

@@ -27,6 +27,7 @@ AUTOCHECKPOINT_PAGES = 1000  # SQLite's default: copy the log into the file past
 CHANGELOG_KEEP = 20_000
 SNIPPET_MAX_BYTES = 16_384  # longer pages get `_long_snippet` (see `search`)
 _CHUNK = 500
+_STAMP = "SELECT path, slug, size, mtime_ns, hash FROM pages"  # a `FileStamp` per row
 
 _SCHEMA = """
 CREATE TABLE pages(
@@ -448,11 +449,27 @@ class Index:
         rows = self._conn.execute("SELECT slug, title, path IS NULL FROM pages")
         return [(slug, title, bool(placeholder)) for slug, title, placeholder in rows]
 
-    def file_stamps(self) -> dict[str, FileStamp]:
-        """Every indexed page file by path: its slug, size, mtime and content hash."""
-        rows = self._conn.execute(
-            "SELECT path, slug, size, mtime_ns, hash FROM pages WHERE path IS NOT NULL"
-        )
+    def stamps(self) -> set[tuple[str, int, int]]:
+        """(path, size, mtime_ns) of every indexed page file: plain rows, compared with
+        the files on disk as sets, so an unchanged file costs no Python step."""
+        rows = self._conn.execute("SELECT path, size, mtime_ns FROM pages WHERE path IS NOT NULL")
+        return set(rows)
+
+    def files_at(self, paths: Sequence[str]) -> dict[str, FileStamp]:
+        """The indexed page files at these paths, by path."""
+        rows = self._where_in(_STAMP + " WHERE path IN ({})", paths)
+        return {row[0]: FileStamp._make(row) for row in rows}
+
+    def files_under(self, folder: str) -> dict[str, FileStamp]:
+        """The indexed page files inside `folder` (at any depth), by path."""
+        # Paths inside sort from "folder/" up to, not including, "folder0" ("0" follows "/").
+        sql = _STAMP + " WHERE path >= ? AND path < ?"
+        rows = self._conn.execute(sql, (folder + "/", folder + "0"))
+        return {row[0]: FileStamp._make(row) for row in rows}
+
+    def files_of(self, slugs: Sequence[str]) -> dict[str, FileStamp]:
+        """The indexed page files holding these slugs, by path."""
+        rows = self._where_in(_STAMP + " WHERE path IS NOT NULL AND slug IN ({})", slugs)
         return {row[0]: FileStamp._make(row) for row in rows}
 
     # -- links -----------------------------------------------------------------------

@@ -16,6 +16,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 
 from lore_mcp.files import Parsed, Stamp, inside, scan_files
 from lore_mcp.index import FileStamp, NewLink, PageRow
@@ -284,18 +286,20 @@ def _sync(
     batch_size: int,
     started: float,
 ) -> SyncReport:
-    indexed = state.index.file_stamps()
     if scope is None:
-        files = scan_files(state.root)
-        in_scope = dict(indexed)
+        every, files, in_scope = _scan_all(state)
+        named = _named(state, files, in_scope, every.get)
+        unchanged = len(every) - len(files)
     else:
-        files, in_scope = _scan_scope(state, sorted(set(scope)), indexed)
-    winners, skipped = _winners(state, files, full=scope is None)
+        files, in_scope = _scan_scope(state, sorted(set(scope)))
+        named = _named(state, files, in_scope, partial(_stamp, state.root))
+        unchanged = 0
+    known = in_scope | state.index.files_at(sorted(files.keys() - in_scope.keys()))
+    winners, skipped = _winners(state, named, full=scope is None)
     removals = {r.slug for r in in_scope.values() if r.slug not in winners}
     todo: dict[str, str] = {}  # path -> slug of the files to read
-    unchanged = 0
     for slug, rel in winners.items():
-        row, st = indexed.get(rel), files[rel]
+        row, st = known.get(rel), files[rel]
         if row is not None and row.slug == slug and (row.size, row.mtime_ns) == st:
             unchanged += 1
         else:
@@ -303,7 +307,7 @@ def _sync(
     # With many files, a worker process starts reading them now.
     with read_pages(state.root, sorted(todo), spool_dir=state.index.path.parent) as pages:
         counts = _read_and_apply(
-            state, pages, todo, indexed, removals, progress=progress, batch_size=batch_size
+            state, pages, todo, known, removals, progress=progress, batch_size=batch_size
         )
     return SyncReport(
         pages=len(state.pages),
@@ -330,15 +334,15 @@ def _read_and_apply(
     state: AppState,
     pages: Iterable[tuple[str, Parsed | None]],
     todo: dict[str, str],
-    indexed: dict[str, FileStamp],
+    known: dict[str, FileStamp],
     removals: set[str],
     *,
     progress: Progress | None,
     batch_size: int,
 ) -> _Counts:
     """Apply the files in `todo` (path -> slug) as `pages` brings them, those whose
-    content changed, `batch_size` at a time; then take out `removals` and the pages that
-    did not read."""
+    content changed (`known` has the index rows at their paths), `batch_size` at a time;
+    then take out `removals` and the pages that did not read."""
     counts = _Counts()
     unsettled: set[str] | None = None
     expected: set[str] = set()
@@ -346,14 +350,14 @@ def _read_and_apply(
     # A first index of many pages loads the links table without its indexes (built once
     # at the end, before placeholders settle). Until then nothing looks links up, but for
     # a page that was announced and then failed to read (a full scan, still correct).
-    first = not indexed and len(todo) > batch_size and state.index.in_transaction
+    first = len(todo) > batch_size and state.index.in_transaction and not state.index.count_pages()
     with state.index.links_unindexed() if first else nullcontext():
         if len(todo) > batch_size:
             unsettled = set()
             expected = _expect(state, todo.values(), unsettled)
         batch: list[Parsed] = []
         for done, (rel, page) in enumerate(pages, 1):
-            old = indexed.get(rel)
+            old = known.get(rel)
             if page is None:
                 removals.add(todo[rel])
             elif old is not None and old.slug == page.row.slug and old.hash == page.row.hash:
@@ -383,11 +387,23 @@ def _read_and_apply(
     return counts
 
 
-def _scan_scope(
-    state: AppState, scope: list[str], indexed: dict[str, FileStamp]
-) -> tuple[dict[str, Stamp], dict[str, FileStamp]]:
-    """The files under the given paths, and the index rows that lived there. Files
-    elsewhere that share a slug with one of them come along, so collisions settle."""
+def _scan_all(
+    state: AppState,
+) -> tuple[dict[str, Stamp], dict[str, Stamp], dict[str, FileStamp]]:
+    """Every page file; those of them a pass over the whole vault has to look at; and
+    the index rows at the paths it has to look at. A file whose path, size and mtime are
+    those of its row is passed over: it is a page, unchanged. The rest are new, changed,
+    gone, or not indexed (passed over for a slug that another file holds, or a name with
+    no letters). Comparing the two sets of stamps costs no Python step per file."""
+    every = scan_files(state.root)
+    on_disk = {(rel, size, mtime_ns) for rel, (size, mtime_ns) in every.items()}
+    differing = sorted({rel for rel, _, _ in on_disk.symmetric_difference(state.index.stamps())})
+    files = {rel: every[rel] for rel in differing if rel in every}
+    return every, files, state.index.files_at(differing)
+
+
+def _scan_scope(state: AppState, scope: list[str]) -> tuple[dict[str, Stamp], dict[str, FileStamp]]:
+    """The files under the given paths, and the index rows that lived there."""
     files: dict[str, Stamp] = {}
     for rel in scope:
         path = state.root / rel
@@ -397,32 +413,51 @@ def _scan_scope(
             files.update(scan_files(state.root, rel))
         elif path.is_file() and rel.lower().endswith(".md"):
             files[rel] = Stamp.of(path.stat())
-    wanted = set(scope)
-    in_scope = {p: r for p, r in indexed.items() if _within(p, wanted)}
-    slugs = {slug_from_path(rel) for rel in files} | {r.slug for r in in_scope.values()}
-    others = [p for p, r in indexed.items() if r.slug in slugs and p not in in_scope]
-    others += [p for p, slug in state.index.shadowed() if slug in slugs]
-    for rel in others:
-        if rel not in files and (state.root / rel).is_file():
-            files[rel] = Stamp.of((state.root / rel).stat())
+    in_scope = state.index.files_at(scope)
+    for rel in scope:
+        in_scope.update(state.index.files_under(rel))
     return files, in_scope
 
 
+def _stamp(root: Path, rel: str) -> Stamp | None:
+    path = root / rel
+    return Stamp.of(path.stat()) if path.is_file() else None
+
+
+def _named(
+    state: AppState,
+    files: dict[str, Stamp],
+    in_scope: dict[str, FileStamp],
+    stamp_of: Callable[[str], Stamp | None],
+) -> dict[str, str]:
+    """Each file's slug, by path. The files elsewhere that hold one of these slugs or one
+    of `in_scope`'s (indexed, or passed over for it) come along, into `files` too, so
+    collisions settle as in a pass over every file."""
+    named = {rel: slug_from_path(rel) for rel in files}
+    wanted = set(named.values()).union(row.slug for row in in_scope.values())
+    holders = list(state.index.files_of(sorted(wanted)))
+    holders += [path for path, slug in state.index.shadowed() if slug in wanted]
+    for rel in holders:
+        if rel not in files and (stamp := stamp_of(rel)) is not None:
+            files[rel], named[rel] = stamp, slug_from_path(rel)
+    return named
+
+
 def _winners(
-    state: AppState, files: dict[str, Stamp], full: bool
+    state: AppState, named: dict[str, str], full: bool
 ) -> tuple[dict[str, str], list[str]]:
-    """One file per slug (the path that sorts first); the others are recorded as shadowed."""
+    """One file per slug (the path that sorts first) of the files given as path -> slug;
+    the others are recorded as shadowed."""
     by_slug: dict[str, list[str]] = defaultdict(list)
     skipped: list[str] = []
-    for rel in sorted(files):
-        slug = slug_from_path(rel)
+    for rel, slug in sorted(named.items()):
         if not slug:
             skipped.append(f"{rel}: the name has no letters or digits")
             continue
         by_slug[slug].append(rel)
     with state.index.write():
         for path, _ in state.index.shadowed():
-            if full or path in files:
+            if full or path in named:
                 state.index.unshadow(path)
         for slug, paths in by_slug.items():
             for loser in paths[1:]:
@@ -432,12 +467,6 @@ def _winners(
                 state.index.set_shadowed(loser, slug)
                 skipped.append(f"{loser}: slug {slug!r} is taken by {paths[0]}")
     return {slug: paths[0] for slug, paths in by_slug.items()}, skipped
-
-
-def _within(rel_path: str, folders_or_files: set[str]) -> bool:
-    """True when the path, or a folder above it, is in the set."""
-    parts = rel_path.split("/")
-    return any("/".join(parts[:i]) in folders_or_files for i in range(1, len(parts) + 1))
 
 
 def ignored(rel_path: str) -> bool:
