@@ -450,8 +450,8 @@ class Index:
         return [(slug, title, bool(placeholder)) for slug, title, placeholder in rows]
 
     def stamps(self) -> set[tuple[str, int, int]]:
-        """(path, size, mtime_ns) of every indexed page file: plain rows, compared with
-        the files on disk as sets, so an unchanged file costs no Python step."""
+        """(path, size, mtime_ns) of every indexed page file, as the plain rows SQLite
+        gives, for comparing with the files on disk as sets."""
         rows = self._conn.execute("SELECT path, size, mtime_ns FROM pages WHERE path IS NOT NULL")
         return set(rows)
 
