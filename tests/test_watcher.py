@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -189,6 +190,29 @@ def test_edited_page_changes_links(watch: Start) -> None:
     w.converge()
     assert "missing" not in w.state.placeholders
     assert "brand-new" in w.state.placeholders
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="inotify reports a file closed")
+def test_a_page_being_written_is_taken_in_once_closed(watch: Start) -> None:
+    w = watch(SEED)
+    with (w.root / "Alpha.md").open("w", encoding="utf-8") as page:
+        page.write("Alpha, half written, links [[Half")
+        page.flush()
+        time.sleep(FAST * 4)  # a writer that pauses longer than the debounce
+        assert w.recorder.batches == []
+        page.write(" Done]].\n")
+    w.converge()
+    assert "half-done" in w.state.placeholders and "half" not in w.state.placeholders
+
+
+def test_polling_takes_in_an_edit_in_place(watch: Start) -> None:
+    w = watch(SEED)
+    w.watcher.stop()
+    w.state.observer = w.watcher = start_watcher(w.state, FAST, apply=w.recorder, polling=True)
+    with (w.root / "Beta.md").open("a", encoding="utf-8") as page:
+        page.write("And now [[Polled]].\n")
+    w.converge()
+    assert "polled" in w.state.placeholders
 
 
 def test_deleted_page_becomes_placeholder(watch: Start) -> None:

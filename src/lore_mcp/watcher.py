@@ -21,6 +21,7 @@ from watchdog import events
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
+from watchdog.utils import UnsupportedLibcError
 
 from lore_mcp import vault_ops
 from lore_mcp.state import AppState
@@ -48,6 +49,11 @@ EVENTS: list[type[events.FileSystemEvent]] = [
     events.DirDeletedEvent,
     events.DirMovedEvent,
 ]
+# Where a file written and closed is reported (Linux's inotify), "modified" is not asked
+# for: it comes with every write() to any file under the vault, the index's own in
+# `.lore/` included, and handling those kept the watcher busy for as long as a first
+# index of 10k pages took to write (5.2 s with it, 3.2 s without).
+EVENTS_ON_CLOSE = [e for e in EVENTS if e is not events.FileModifiedEvent]
 
 
 def wanted(rel_path: str, is_directory: bool) -> bool:
@@ -201,7 +207,8 @@ class _Handler(events.FileSystemEventHandler):
 
     def _observe(self, observer: BaseObserver) -> BaseObserver:
         observer.name = "lore-watcher-observer"
-        observer.schedule(self, str(self._root), recursive=True, event_filter=EVENTS)
+        watched = EVENTS_ON_CLOSE if isinstance(observer, _reporting_closes()) else EVENTS
+        observer.schedule(self, str(self._root), recursive=True, event_filter=watched)
         observer.start()
         return observer
 
@@ -210,6 +217,15 @@ class _Handler(events.FileSystemEventHandler):
             return Path(path).relative_to(self._root).as_posix()
         except ValueError:
             return None
+
+
+def _reporting_closes() -> tuple[type[BaseObserver], ...]:
+    """The observers that report a file closed after writing: inotify's, on Linux."""
+    try:
+        from watchdog.observers.inotify import InotifyObserver
+    except (ImportError, UnsupportedLibcError):  # not Linux
+        return ()
+    return (InotifyObserver,)
 
 
 def start_watcher(
