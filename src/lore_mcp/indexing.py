@@ -286,6 +286,37 @@ def _sync(
     batch_size: int,
     started: float,
 ) -> SyncReport:
+    plan = _plan(state, scope)
+    # With many files, a worker process starts reading them now.
+    with read_pages(state.root, sorted(plan.todo), spool_dir=state.index.path.parent) as pages:
+        counts = _read_and_apply(state, pages, plan, progress=progress, batch_size=batch_size)
+    return SyncReport(
+        pages=len(state.pages),
+        placeholders=len(state.placeholders),
+        links=state.index.count_links(),
+        added=counts.added,
+        updated=counts.updated,
+        removed=counts.removed,
+        unchanged=plan.unchanged + counts.unchanged,
+        skipped=plan.skipped,
+        seconds=round(time.perf_counter() - started, 3),
+    )
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What a pass has to do, decided before it reads a page."""
+
+    todo: dict[str, str]  # path -> slug of the files to read
+    known: dict[str, FileStamp]  # the index rows at those paths
+    removals: set[str]  # slugs whose files are gone
+    skipped: list[str]  # files not indexed, and why
+    unchanged: int  # files found unchanged by their stamps
+
+
+def _plan(state: AppState, scope: Iterable[str] | None) -> _Plan:
+    """Compare the files (all, or those under `scope`) with the index. What is looked
+    at only to decide is dropped on return, before the pass reads and applies pages."""
     if scope is None:
         every, files, in_scope = _scan_all(state)
         named = _named(state, files, in_scope, every.get)
@@ -297,29 +328,15 @@ def _sync(
     known = in_scope | state.index.files_at(sorted(files.keys() - in_scope.keys()))
     winners, skipped = _winners(state, named, full=scope is None)
     removals = {r.slug for r in in_scope.values() if r.slug not in winners}
-    todo: dict[str, str] = {}  # path -> slug of the files to read
+    todo: dict[str, str] = {}
     for slug, rel in winners.items():
         row, st = known.get(rel), files[rel]
         if row is not None and row.slug == slug and (row.size, row.mtime_ns) == st:
             unchanged += 1
         else:
             todo[rel] = slug
-    # With many files, a worker process starts reading them now.
-    with read_pages(state.root, sorted(todo), spool_dir=state.index.path.parent) as pages:
-        counts = _read_and_apply(
-            state, pages, todo, known, removals, progress=progress, batch_size=batch_size
-        )
-    return SyncReport(
-        pages=len(state.pages),
-        placeholders=len(state.placeholders),
-        links=state.index.count_links(),
-        added=counts.added,
-        updated=counts.updated,
-        removed=counts.removed,
-        unchanged=unchanged + counts.unchanged,
-        skipped=skipped,
-        seconds=round(time.perf_counter() - started, 3),
-    )
+    known = {rel: known[rel] for rel in todo if rel in known}
+    return _Plan(todo, known, removals, skipped, unchanged)
 
 
 @dataclass(slots=True)
@@ -333,16 +350,15 @@ class _Counts:
 def _read_and_apply(
     state: AppState,
     pages: Iterable[tuple[str, Parsed | None]],
-    todo: dict[str, str],
-    known: dict[str, FileStamp],
-    removals: set[str],
+    plan: _Plan,
     *,
     progress: Progress | None,
     batch_size: int,
 ) -> _Counts:
-    """Apply the files in `todo` (path -> slug) as `pages` brings them, those whose
-    content changed (`known` has the index rows at their paths), `batch_size` at a time;
-    then take out `removals` and the pages that did not read."""
+    """Apply the files of `plan.todo` as `pages` brings them, those whose content
+    changed, `batch_size` at a time; then take out the plan's removals and the pages that
+    did not read."""
+    todo, known, removals = plan.todo, plan.known, set(plan.removals)
     counts = _Counts()
     unsettled: set[str] | None = None
     expected: set[str] = set()
