@@ -111,13 +111,15 @@ def fit(result: M, text: Callable[[M], str], limit: int) -> tuple[M, str]:
         return result, text(result)
     room = NOTE_ROOM
     while True:
-        shrunk = _shrink(result, text, limit - room)
-        if fits(shrunk, text, limit) or room >= limit // 2:
+        shrunk = cast(M, _shrink(result, text, limit - room))
+        drawn = _drawn_within(shrunk, text, limit)
+        if drawn is not None:
+            return shrunk, drawn
+        if room >= limit // 2:
             break
         room *= 2
-    if not fits(shrunk, text, limit):
-        log.warning("a %s is still over the %d-character limit", type(result).__name__, limit)
-    return cast(M, shrunk), text(cast(M, shrunk))
+    log.warning("a %s is still over the %d-character limit", type(result).__name__, limit)
+    return shrunk, text(shrunk)
 
 
 def _shrink(result: Budgeted, text: Callable[[Any], str], limit: int) -> Budgeted:
