@@ -319,13 +319,13 @@ def _plan(state: AppState, scope: Iterable[str] | None) -> _Plan:
     at only to decide is dropped on return, before the pass reads and applies pages."""
     if scope is None:
         every, files, in_scope = _scan_all(state)
-        named = _named(state, files, in_scope, every.get)
+        named, holders = _named(state, files, in_scope, every.get)
         unchanged = len(every) - len(files)
     else:
         files, in_scope = _scan_scope(state, sorted(set(scope)))
-        named = _named(state, files, in_scope, partial(_stamp, state.root))
+        named, holders = _named(state, files, in_scope, partial(_stamp, state.root))
         unchanged = 0
-    known = in_scope | state.index.files_at(sorted(files.keys() - in_scope.keys()))
+    known = in_scope | holders  # the index rows at every path in `files`
     winners, skipped = _winners(state, named, full=scope is None)
     removals = {r.slug for r in in_scope.values() if r.slug not in winners}
     todo: dict[str, str] = {}
@@ -446,18 +446,19 @@ def _named(
     files: dict[str, Stamp],
     in_scope: dict[str, FileStamp],
     stamp_of: Callable[[str], Stamp | None],
-) -> dict[str, str]:
-    """Each file's slug, by path. The files elsewhere that hold one of these slugs or one
-    of `in_scope`'s (indexed, or passed over for it) come along, into `files` too, so
-    collisions settle as in a pass over every file."""
+) -> tuple[dict[str, str], dict[str, FileStamp]]:
+    """Each file's slug, by path, and the index rows of the indexed files that hold one
+    of these slugs or one of `in_scope`'s. Those files, and the ones passed over for such
+    a slug, come along, into `files` too, so collisions settle as in a pass over every
+    file."""
     named = {rel: slug_from_path(rel) for rel in files}
     wanted = set(named.values()).union(row.slug for row in in_scope.values())
-    holders = list(state.index.files_of(sorted(wanted)))
-    holders += [path for path, slug in state.index.shadowed() if slug in wanted]
-    for rel in holders:
+    indexed = state.index.files_of(sorted(wanted))
+    passed_over = [path for path, slug in state.index.shadowed() if slug in wanted]
+    for rel in [*indexed, *passed_over]:
         if rel not in files and (stamp := stamp_of(rel)) is not None:
             files[rel], named[rel] = stamp, slug_from_path(rel)
-    return named
+    return named, indexed
 
 
 def _winners(
