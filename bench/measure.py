@@ -6,11 +6,14 @@ per-call workload through the same live session, and reads the server's peak RSS
 (`VmHWM`) and CPU time from `/proc`. `raw_calls` repeats the calls through a bare
 JSON-RPC client (no client-side validation), and `in_process` against `vault_ops` in
 this process, so the shares of the client, the protocol and the engine are visible.
+`session` can also record every answer, and run another command: `bench/sdkfloor.py`
+replays the recorded answers, which gives the SDK's own share of each call.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +32,7 @@ from lore_mcp.state import AppState
 
 Args = dict[str, Any]
 Plan = list[tuple[str, str, list[Args]]]
+Answers = dict[str, list[dict[str, Any]]]  # tool name -> its CallToolResults as JSON, in order
 PASS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV")
 FIRST_READ_TIMEOUT_S = 1800.0
 CALL_TIMEOUT_S = 120.0
@@ -85,16 +89,23 @@ def server_env() -> dict[str, str]:
 
 
 async def session(
-    vault: Path, probe: str, server_log: TextIO, plan: Plan | None = None
+    vault: Path,
+    probe: str,
+    server_log: TextIO,
+    plan: Plan | None = None,
+    *,
+    command: list[str] | None = None,
+    record: Answers | None = None,
 ) -> tuple[Start, dict[str, Timings]]:
-    """Start a server on `vault`, read `probe`, run `plan` if given, and stop it."""
-    command = server_command(vault)
+    """Start a server on `vault` (or run `command`), read `probe`, run `plan` if given,
+    and stop it. Every result is appended to `record[tool]` if given, in call order."""
+    command = command or server_command(vault)
     params = StdioServerParameters(command=command[0], args=command[1:], env=server_env())
     start, timings = Start(), {}
     began = time.perf_counter()
     async with Client(stdio_client(params, errlog=server_log), mode="legacy") as client:
         start.initialize_s = time.perf_counter() - began
-        pid = server_pid()
+        pid = server_pid(command)
         tree = TreeWatch(pid)
         async with anyio.create_task_group() as group:
             group.start_soon(tree.run)
@@ -102,22 +113,26 @@ async def session(
                 first = await client.call_tool("read_page", {"slug": probe})
             start.first_read_s = time.perf_counter() - began
             group.cancel_scope.cancel()
+        if record is not None:
+            _keep(record, "read_page", first)
         start.tree_rss_mb = tree.peak_mb
         start.start_rss_mb, start.start_cpu_s = peak_rss_mb(pid), cpu_seconds(pid)
         if first.is_error:
             start.error = f"read_page({probe!r}) failed: {_text(first)}"
         elif plan is not None:
-            timings = await _run_plan(client, plan)
+            timings = await _run_plan(client, plan, record)
         start.peak_rss_mb, start.end_cpu_s = peak_rss_mb(pid), cpu_seconds(pid)
     return start, timings
 
 
-async def _run_plan(client: Client, plan: Plan) -> dict[str, Timings]:
+async def _run_plan(client: Client, plan: Plan, record: Answers | None) -> dict[str, Timings]:
     results: dict[str, Timings] = {}
     for label, tool, calls in plan:
         if not tool.startswith("save"):  # warm-up, not measured (writes are not repeated)
             for args in calls[:WARM_UP_CALLS]:
-                await client.call_tool(tool, args)
+                result = await client.call_tool(tool, args)
+                if record is not None:
+                    _keep(record, tool, result)
         timings = results[label] = Timings()
         for args in calls:
             with anyio.fail_after(CALL_TIMEOUT_S):
@@ -126,7 +141,20 @@ async def _run_plan(client: Client, plan: Plan) -> dict[str, Timings]:
                 elapsed = time.perf_counter() - began
             problem = _problem(tool, result.is_error, _text(result), result.structured_content)
             timings.record(elapsed * 1000, problem)
+            if record is not None:
+                _keep(record, tool, result)
     return results
+
+
+def _keep(record: Answers, tool: str, result: CallToolResult) -> None:
+    """`result` as the JSON the server sent, for `bench/sdkfloor.py` to replay."""
+    answer = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    record.setdefault(tool, []).append(answer)
+
+
+def sdk_floor_command(answers: Path) -> list[str]:
+    """The canned server of `bench/sdkfloor.py`, replaying the answers in that file."""
+    return [sys.executable, str(Path(__file__).with_name("sdkfloor.py")), str(answers)]
 
 
 def _text(result: CallToolResult) -> str:
@@ -210,9 +238,9 @@ def _direct(state: AppState, tool: str, args: Args) -> object:
 # -- /proc --------------------------------------------------------------------------------
 
 
-def server_pid() -> int:
-    """The lore_mcp process this process spawned (Linux: read from /proc)."""
-    me = os.getpid()
+def server_pid(command: list[str]) -> int:
+    """The process this process spawned to run `command` (Linux: read from /proc)."""
+    me, wanted = os.getpid(), "\0".join(command[1:]).encode()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -221,7 +249,7 @@ def server_pid() -> int:
             cmdline = Path(entry.path, "cmdline").read_bytes()
         except OSError:
             continue
-        if int(stat.rpartition(")")[2].split()[1]) == me and b"lore_mcp" in cmdline:
+        if int(stat.rpartition(")")[2].split()[1]) == me and wanted in cmdline:
             return int(entry.name)
     raise RuntimeError("cannot find the server process among this process's children")
 

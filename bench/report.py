@@ -144,13 +144,13 @@ def _start_rows(result: dict[str, Any]) -> list[str]:
 def _call_rows(result: dict[str, Any]) -> list[str]:
     """Per call: the SDK client over stdio, a bare JSON-RPC client, and vault_ops."""
     lines = [
-        f"{'call, ms':<22}{'n':>5}{'sdk med':>9}{'p99':>8}{'bare med':>10}{'p99':>8}"
-        f"{'engine med':>12}{'p99':>8}   target",
+        f"{'call, ms':<22}{'n':>5}{'sdk med':>9}{'p99':>8}{'floor med':>11}{'p99':>8}"
+        f"{'bare med':>10}{'p99':>8}{'engine med':>12}{'p99':>8}   target",
     ]
     for label, columns in result["calls"].items():
         target, verdict = _verdict(result, label)
         cells = ""
-        for name, width in (("stdio", 9), ("raw_stdio", 10), ("in_process", 12)):
+        for name, width in (("stdio", 9), ("sdk_floor", 11), ("raw_stdio", 10), ("in_process", 12)):
             column = columns.get(name, {})
             cells += f"{column.get('median_ms', 0):>{width}.2f}{column.get('p99_ms', 0):>8.2f}"
         stdio = columns["stdio"]
@@ -161,8 +161,10 @@ def _call_rows(result: dict[str, Any]) -> list[str]:
         )
         lines.append(f"{label:<22}{stdio['n']:>5}{cells}   {target:<10}{verdict}{errors}".rstrip())
     lines.append(
-        "(sdk: mcp.Client over stdio, as an agent sees it; bare: a bare JSON-RPC client over "
-        "stdio, i.e. server + pipe; engine: vault_ops in this process)"
+        "(sdk: mcp.Client over stdio, as an agent sees it; floor: the same client and calls "
+        "against bench/sdkfloor.py, which replays these answers without doing any work; "
+        "bare: a bare JSON-RPC client over stdio, i.e. server + pipe; engine: vault_ops in "
+        "this process)"
     )
     return lines
 
@@ -184,6 +186,9 @@ def _floor_rows(result: dict[str, Any]) -> list[str]:
     if "empty_server_start_s" in floors:
         start = floors["empty_server_start_s"]
         rows.append(("empty MCPServer, spawn → initialize", f"{start:.3f} s"))
+    canned = floors.get("sdk_floor_start", {})
+    if canned.get("first_read_s"):
+        rows.append(("sdkfloor.py, spawn → read_page answer", f"{canned['first_read_s']:.3f} s"))
     ping = floors.get("ping_bare", {})
     if "median_ms" in ping:
         rows.append(

@@ -12,6 +12,7 @@ import shutil
 import statistics
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -61,7 +62,7 @@ def run_size(size: int, calls: int, starts: int, seed: int, cache: Path) -> dict
     vault = vaults.prepare(cache, size, seed)
     workload = vaults.build_workload(vault, calls, seed)
     with (cache / f"{size}.server.log").open("w", encoding="utf-8") as log:
-        cold, warm, stdio, raw = _sessions(vault, workload, starts, log)
+        runs = _sessions(vault, workload, starts, log, cache / f"{size}.answers.json")
     _say(f"{size} pages: the same calls in process")
     try:
         opened, local = measure.in_process(vault.root, workload.calls)
@@ -77,38 +78,54 @@ def run_size(size: int, calls: int, starts: int, seed: int, cache: Path) -> dict
             "index_bytes": vault.index_bytes,  # .lore/ after the cold starts
             "generated_s": vault.generated_s,
         },
-        "cold": [vars(s) for s in cold],
-        "warm": [vars(s) for s in warm],
+        "cold": [vars(s) for s in runs.cold],
+        "warm": [vars(s) for s in runs.warm],
         "calls": {
             label: {
-                "stdio": report.summary(stdio[label]),
-                "raw_stdio": report.summary(raw[label]),
+                "stdio": report.summary(runs.stdio[label]),
+                "sdk_floor": report.summary(runs.floor[label]),
+                "raw_stdio": report.summary(runs.raw[label]),
                 "in_process": report.summary(local[label]),
             }
             for label, _, _ in workload.calls
-            if label in stdio and label in raw and label in local
+            if all(label in timings for timings in (runs.stdio, runs.floor, runs.raw, local))
         },
         "in_process_open_s": round(opened, 4),
-        "floors": _floors(vault, calls) | {"ping_bare": report.summary(raw[measure.PING])},
+        "floors": _floors(vault, calls)
+        | {
+            "ping_bare": report.summary(runs.raw[measure.PING]),
+            "sdk_floor_start": vars(runs.floor_start),
+        },
     }
     if report.engine_digest() != digest:  # the sources changed while this size ran
         result["engine_changed_during_run"] = True
     result["engine_digest"] = digest
     result["figures"] = _figures(result)
     result["targets"] = report.check(result["figures"], size)
-    errors = [str(s.error) for s in cold + warm if s.error]
+    errors = [str(s.error) for s in runs.cold + runs.warm if s.error]
     if errors:
         result["error"] = "a server start failed: " + "; ".join(errors)
     return result
 
 
-Sessions = tuple[
-    list[measure.Start], list[measure.Start], dict[str, measure.Timings], dict[str, measure.Timings]
-]
+@dataclass
+class Sessions:
+    """What the server sessions of one size measured."""
+
+    cold: list[measure.Start]
+    warm: list[measure.Start]
+    stdio: dict[str, measure.Timings]  # the calls through the SDK's client
+    raw: dict[str, measure.Timings]  # the same through a bare JSON-RPC client
+    floor_start: measure.Start  # the canned server of bench/sdkfloor.py
+    floor: dict[str, measure.Timings]  # the same calls, answered by it
 
 
-def _sessions(vault: vaults.Vault, workload: vaults.Workload, starts: int, log: TextIO) -> Sessions:
-    """Cold starts, warm starts (the last one runs the calls), then the bare-client calls."""
+def _sessions(
+    vault: vaults.Vault, workload: vaults.Workload, starts: int, log: TextIO, answers: Path
+) -> Sessions:
+    """Cold starts, warm starts (the last one runs the calls and records the answers),
+    the same calls through a bare client, then through the SDK's client again against a
+    server that replays the recorded answers (the SDK's floor)."""
     session, size, count = measure.session, len(vault.pages), len(workload.calls[0][2])
     cold, warm = [], []
     for n in range(starts):
@@ -120,9 +137,10 @@ def _sessions(vault: vaults.Vault, workload: vaults.Workload, starts: int, log: 
         _say(f"{size} pages: warm start {n + 1}/{starts}")
         warm.append(anyio.run(session, vault.root, workload.probe, log)[0])
     _say(f"{size} pages: warm start {starts}/{starts}, then {count} calls of each kind")
+    recorded: measure.Answers = {}
     vaults.set_clean(vault.root, False)
     try:
-        with_plan = functools.partial(session, plan=workload.calls)
+        with_plan = functools.partial(session, plan=workload.calls, record=recorded)
         start, stdio = anyio.run(with_plan, vault.root, workload.probe, log)
         warm.append(start)
     finally:
@@ -132,7 +150,16 @@ def _sessions(vault: vaults.Vault, workload: vaults.Workload, starts: int, log: 
         raw = measure.raw_calls(vault.root, workload.probe, log, workload.calls)
     finally:
         vaults.restore(vault, workload)
-    return cold, warm, stdio, raw
+    _say(f"{size} pages: the same calls answered by a server that does no work")
+    answers.write_text(json.dumps(recorded, ensure_ascii=False), "utf-8")
+    try:
+        canned = functools.partial(
+            session, plan=workload.calls, command=measure.sdk_floor_command(answers)
+        )
+        floor_start, floor = anyio.run(canned, vault.root, workload.probe, log)
+    finally:
+        answers.unlink()
+    return Sessions(cold, warm, stdio, raw, floor_start, floor)
 
 
 def _floors(vault: vaults.Vault, calls: int) -> dict[str, Any]:
