@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 
 from conftest import write
 from helpers import assert_matches_fresh
-from lore_mcp import indexing
+from lore_mcp import checkpoints, indexing
 from lore_mcp import vault_ops as ops
 from lore_mcp.index import SCHEMA_VERSION, SNIPPET_MAX_BYTES, Index, PageRow, fts_query, fts_text
 from lore_mcp.state import DB_NAME, LORE_DIR
@@ -120,21 +122,62 @@ def _pages_in_the_file(db: Path) -> int:
         conn.close()
 
 
-def test_a_deferred_checkpoint_leaves_commits_in_the_log_until_asked(vault_dir: Path) -> None:
-    def pages(prefix: str) -> list[tuple[PageRow, str | None]]:
-        # About 6 MB: past the 4 MB of log at which a commit copies the log on its own.
-        return [(PageRow(f"{prefix}{i}", "T", f"{prefix}{i}.md"), "x " * 2000) for i in range(1500)]
+def _pages(prefix: str, count: int = 1500) -> list[tuple[PageRow, str | None]]:
+    # 1500 of them are about 6 MB: past the 4 MB of log at which SQLite's commits would
+    # copy the log into the file themselves.
+    return [(PageRow(f"{prefix}{i}", "T", f"{prefix}{i}.md"), "x " * 2000) for i in range(count)]
 
+
+def _copied_into_the_file(db: Path, pages: int, timeout_s: float = 10.0) -> bool:
+    """Whether the database file itself comes to hold `pages` pages within the time."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if _pages_in_the_file(db) == pages:
+                return True
+        except sqlite3.DatabaseError:
+            pass  # read in the middle of a checkpoint's writes: the file is half copied
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+
+
+def test_a_deferred_checkpoint_leaves_commits_in_the_log_until_asked(vault_dir: Path) -> None:
     index = Index(vault_dir / "index.db")
     index.checkpoint()  # the empty schema, into the file
     with index.checkpoint_deferred(), index.write():
-        index.upsert_pages(pages("p"))
+        index.upsert_pages(_pages("p"))
+    time.sleep(5 * checkpoints.DELAY_S)  # long past the checkpointer's delay
     assert _pages_in_the_file(index.path) == 0
     index.checkpoint()
     assert _pages_in_the_file(index.path) == 1500
-    with index.write():  # after the block, commits copy the log on their own again
-        index.upsert_pages(pages("q"))
-    assert _pages_in_the_file(index.path) == 3000
+    with index.write():  # after the block, the checkpointer copies commits again
+        index.upsert_pages(_pages("q"))
+    assert _copied_into_the_file(index.path, 3000)
+    index.close()
+
+
+def test_a_commit_leaves_the_copy_into_the_file_to_the_checkpointer(vault_dir: Path) -> None:
+    """However much a commit logs, it returns without copying the log into the file;
+    the checkpointer does that a moment later, in its own thread."""
+
+    def checkpointers() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "lore-checkpoint"}
+
+    before = checkpointers()
+    slow = Index(vault_dir / "index.db", checkpoint_delay_s=3600)
+    slow.checkpoint()
+    with slow.write():
+        slow.upsert_pages(_pages("p"))
+    assert _pages_in_the_file(slow.path) == 0
+    (mine,) = checkpointers() - before
+    slow.close()  # stops the checkpointer at once; the log is not lost
+    assert not mine.is_alive()
+    index = Index(vault_dir / "index.db")
+    assert index.count_pages() == 1500
+    with index.write():
+        index.upsert_pages(_pages("q", 10))
+    assert _copied_into_the_file(index.path, 1510)
     index.close()
 
 
@@ -277,3 +320,22 @@ def test_a_pass_that_fails_halfway_leaves_no_half_applied_pages(vault_dir: Path)
         assert_matches_fresh(state)
     finally:
         state.close()
+
+
+def test_closing_right_after_commits_never_hangs(vault_dir: Path) -> None:
+    """Whenever close() comes in the checkpointer's cycle (waiting, about to checkpoint,
+    checkpointing), it stops the thread: closing 100 indexes at varied moments after a
+    commit finishes. (A wake lost between the delay and the clear once hung a close.)"""
+
+    def cycles() -> None:
+        for i in range(100):
+            index = Index(vault_dir / "index.db", checkpoint_delay_s=0.01)
+            with index.write():
+                index.upsert_pages(_pages(f"p{i}-", 1))
+            time.sleep(0.01 * (i % 7) / 3)
+            index.close()
+
+    closer = threading.Thread(target=cycles, daemon=True)
+    closer.start()
+    closer.join(timeout=120)  # a hang, not a speed limit: the cycles take about 2 s
+    assert not closer.is_alive(), "an Index.close() never returned"

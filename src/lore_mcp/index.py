@@ -4,7 +4,8 @@ It is a cache of the files. It carries a schema version (`PRAGMA user_version`);
 missing, outdated or corrupt database is replaced by an empty one and rebuilt from the
 files by the caller. Several processes share it: WAL, short write transactions taken
 with `BEGIN IMMEDIATE`, a busy timeout, and a change log so each process can bring its
-in-memory graph up to date with what the others committed.
+in-memory graph up to date with what the others committed. Commits never copy the log
+into the database file themselves; a thread does it after them (see `checkpoints`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from lore_mcp import checkpoints
+from lore_mcp.checkpoints import Checkpointer
+
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 30_000
-AUTOCHECKPOINT_PAGES = 1000  # SQLite's default: copy the log into the file past 4 MB
 CHANGELOG_KEEP = 20_000
 SNIPPET_MAX_BYTES = 16_384  # longer pages get `_long_snippet` (see `search`)
 _CHUNK = 500
@@ -196,10 +199,12 @@ def _marks(count: int) -> str:
 class Index:
     """One connection to the vault's index database."""
 
-    def __init__(self, db_path: Path) -> None:
+    def __init__(self, db_path: Path, checkpoint_delay_s: float = checkpoints.DELAY_S) -> None:
         self.path = db_path
         db_path.parent.mkdir(parents=True, exist_ok=True)
         self.rebuilt = False
+        self._checkpointer = Checkpointer(db_path, BUSY_TIMEOUT_MS / 1000, checkpoint_delay_s)
+        self._deferred = False
         try:
             self._conn = self._connect()
             self._ensure_schema()
@@ -226,7 +231,7 @@ class Index:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")  # the checkpointer's job
         return conn
 
     def _discard_files(self) -> None:
@@ -265,6 +270,7 @@ class Index:
             self._conn.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
 
     def close(self) -> None:
+        self._checkpointer.close()
         self._conn.close()
 
     # -- transactions and change tracking --------------------------------------------
@@ -286,6 +292,8 @@ class Index:
             raise
         self._conn.execute("COMMIT")
         self._last_seq = seen
+        if not self._deferred:
+            self._checkpointer.due()
 
     def _begin_immediate(self) -> None:
         deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
@@ -325,15 +333,15 @@ class Index:
 
     @contextmanager
     def checkpoint_deferred(self) -> Iterator[None]:
-        """Commits made within leave their pages in the write-ahead log instead of
-        copying them into the database file on the spot (SQLite's automatic checkpoint);
-        `checkpoint` does that later. A first index of 100k pages commits about 750 MB of
-        log, and copying it took 5 of the 60 seconds before the first answer."""
-        self._conn.execute("PRAGMA wal_autocheckpoint = 0")
+        """Commits made within leave their pages in the write-ahead log, for `checkpoint`
+        to copy into the database file later, instead of the checkpointer copying them
+        while more are written. A first index of 100k pages commits about 750 MB of log;
+        copying it took 5 of the 60 seconds before the first answer."""
+        self._deferred = True
         try:
             yield
         finally:
-            self._conn.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
+            self._deferred = False
 
     def checkpoint(self) -> None:
         """Copy the write-ahead log into the database file, from a connection of its own:
