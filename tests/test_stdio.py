@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -101,3 +102,23 @@ async def test_a_large_first_index_misses_no_edit_made_while_it_runs(vault_dir: 
             assert sources == ["late-page", "page-6"]
             shape = (await ok(client, "get_graph"))["shape"]
             assert shape["pages"] == count + 1
+
+
+def test_start_up_turns_the_cycle_collector_back_on() -> None:
+    """`serve` starts with the collector off; it must be on again once the server is
+    built, or a long-running server would never free its garbage cycles."""
+    from lore_mcp.cli import _starting
+
+    assert gc.isenabled()
+    try:
+        with pytest.raises(RuntimeError), _starting():
+            assert not gc.isenabled()
+            raise RuntimeError("the vault could not be opened")
+        assert gc.isenabled()
+        gc.disable()  # a host that keeps it off keeps it off
+        with _starting():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
