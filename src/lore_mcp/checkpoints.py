@@ -59,6 +59,12 @@ class Checkpointer:
         if thread is not None:
             thread.join()
 
+    def now(self) -> None:
+        """Checkpoint in the calling thread, from a connection opened for it. Never raises."""
+        conn = self._checkpoint(None)
+        if conn is not None:
+            conn.close()
+
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
         try:

@@ -348,14 +348,7 @@ class Index:
         this one stays free for calls meanwhile (readers and writers do not wait for a
         checkpoint in WAL mode). Never raises; a checkpoint left undone is done by the
         next commit or at close."""
-        try:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000)
-            try:
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            finally:
-                conn.close()
-        except sqlite3.Error as exc:
-            log.warning("could not checkpoint the index %s: %s", self.path, exc)
+        self._checkpointer.now()
 
     def data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
