@@ -19,6 +19,7 @@ from lore_mcp.slugs import (
     target_key,
     title_from_path,
 )
+from lore_mcp.slugs import _comparable_lengths as comparable_lengths
 
 
 @pytest.mark.parametrize(
@@ -86,6 +87,24 @@ def test_close_names_follow_changes_before_and_after_the_first_lookup() -> None:
     assert _names(index.close_names("gardenin", 3)) == ["gardener"]
     assert _names(index.close_names("cookin", 3)) == ["cooking", "cookery"]
     assert index.named("gardening") == []
+
+
+def test_close_names_are_not_crowded_out_by_names_too_long_to_match() -> None:
+    # Seventy long names share six of the typo's seven trigrams, the right one three; a
+    # name three times the typo's length can never be rated 0.6 alike, so only the
+    # right one is weighed.
+    index = SlugIndex([f"gardne-and-a-long-tail-{i}" for i in range(70)] + ["notes/garden"])
+    assert _names(index.close_names("gardne", 3)) == ["garden"]
+
+
+@pytest.mark.parametrize("cutoff", [0.3, 0.6, 0.75, 0.9, 1.0])
+def test_comparable_lengths_are_exactly_the_lengths_that_can_reach_the_cutoff(
+    cutoff: float,
+) -> None:
+    for size in range(81):
+        reachable = [n for n in range(1, 8 * size + 2) if 2 * min(size, n) >= cutoff * (size + n)]
+        shortest, longest = comparable_lengths(size, cutoff)
+        assert list(range(shortest, longest + 1)) == reachable, size
 
 
 def _names(rated: list[tuple[float, str]]) -> list[str]:

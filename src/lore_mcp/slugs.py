@@ -7,7 +7,9 @@ resolved to slugs by the rules here (SPEC §2 and §3).
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import math
 import re
 import sys
 import threading
@@ -24,6 +26,7 @@ from lore_mcp.errors import InvalidNameError, UnsafePathError
 MAX_SEGMENT_CHARS = 200
 MAX_NAME_CHARS = 1000
 CLOSE_POOL = 64  # names per fuzzy lookup that are rated for similarity
+CLOSE_CUTOFF = 0.6  # the least similarity of a close name
 # Not portable in file names, or (`[ ] # ^ |`) cannot be written inside a [[link]].
 _FORBIDDEN_FILE_CHARS = frozenset('<>:"|?*[]#^')
 _DASH_RUN = re.compile(r"-{2,}")
@@ -234,7 +237,8 @@ class SlugIndex:
     def __init__(self, slugs: Iterable[str] = ()) -> None:
         self._slugs: set[str] = set()
         self._by_last: dict[str, set[str]] = {}
-        self._by_gram: dict[str, list[str]] | None = None  # trigram -> last segments
+        # trigram -> the last segments holding it, shortest first (see `close_names`)
+        self._by_gram: dict[str, list[str]] | None = None
         self._lock = threading.Lock()
         self.update(slugs)
 
@@ -259,7 +263,7 @@ class SlugIndex:
         self._by_last[last] = {slug}
         if self._by_gram is not None:
             for gram in _trigrams(last):
-                self._by_gram.setdefault(gram, []).append(last)
+                bisect.insort(self._by_gram.setdefault(gram, []), last, key=_length_first)
 
     def remove(self, slug: str) -> None:
         with self._lock:
@@ -278,14 +282,23 @@ class SlugIndex:
 
     def close_names(self, word: str, count: int) -> list[tuple[float, str]]:
         """Last segments spelled like `word`, as (similarity, name), closest first: of
-        the names sharing the most trigrams with it, those `closest` rates at least 0.6."""
+        the names long enough and short enough to be rated at least `CLOSE_CUTOFF`, the
+        `CLOSE_POOL` sharing the most trigrams with it, those `closest` rates so high.
+        Each trigram's names are kept shortest first, so only the lengths that can
+        match are counted: a short word looks at a small part of the index."""
+        shortest, longest = _comparable_lengths(len(word), CLOSE_CUTOFF)
         with self._lock:
             if self._by_gram is None:
                 self._by_gram = _gram_index(self._by_last)
             grams = self._by_gram
             # chain: the counting loop stays in C (a generator costs a Python step per name)
-            tally = Counter(chain.from_iterable(grams.get(gram, ()) for gram in _trigrams(word)))
-        return closest(word, (name for name, _ in tally.most_common(CLOSE_POOL)), count)
+            tally = Counter(
+                chain.from_iterable(
+                    _lengths_between(grams.get(gram), shortest, longest) for gram in _trigrams(word)
+                )
+            )
+        pool = (name for name, _ in tally.most_common(CLOSE_POOL))
+        return closest(word, pool, count, CLOSE_CUTOFF)
 
     def named(self, last: str) -> list[str]:
         """The slugs whose last segment is `last`, sorted."""
@@ -347,7 +360,7 @@ class SlugIndex:
 
 
 def closest(
-    word: str, names: Iterable[str], count: int, cutoff: float = 0.6
+    word: str, names: Iterable[str], count: int, cutoff: float = CLOSE_CUTOFF
 ) -> list[tuple[float, str]]:
     """The `count` names most like `word`, as (similarity, name) pairs, best first, those
     at least `cutoff`. Similarity is 2·L / (len(word) + len(name)), L being the length
@@ -359,7 +372,7 @@ def closest(
     rated: list[tuple[float, str]] = []
     for name in names:
         total = size + len(name)
-        if not name or 2 * min(size, len(name)) < cutoff * total:  # L ≤ the shorter one
+        if not name or not _may_reach(size, len(name), cutoff):
             continue
         similarity = 2 * _common_length(letters, size, name) / total
         if similarity >= cutoff:
@@ -388,11 +401,49 @@ def _common_length(letters: dict[str, int], size: int, other: str) -> int:
     return size - (row & everything).bit_count()
 
 
+def _may_reach(size: int, length: int, cutoff: float) -> bool:
+    """Whether words of `size` and `length` letters can be `cutoff` alike: their common
+    subsequence is at most the shorter one."""
+    return 2 * min(size, length) >= cutoff * (size + length)
+
+
+def _comparable_lengths(size: int, cutoff: float) -> tuple[int, int]:
+    """The least and the greatest length of a name that `_may_reach` a word of `size`
+    letters at a `cutoff` above 0 (the bounds solved for, then settled on the exact
+    test)."""
+    shortest = max(math.ceil(cutoff * size / (2 - cutoff)), 1)
+    while shortest > 1 and _may_reach(size, shortest - 1, cutoff):
+        shortest -= 1
+    while shortest <= size and not _may_reach(size, shortest, cutoff):
+        shortest += 1
+    longest = max(math.floor((2 - cutoff) * size / cutoff), size)
+    while _may_reach(size, longest + 1, cutoff):
+        longest += 1
+    while longest > size and not _may_reach(size, longest, cutoff):
+        longest -= 1
+    return shortest, longest
+
+
+def _lengths_between(names: list[str] | None, shortest: int, longest: int) -> list[str]:
+    """The names, kept shortest first, from `shortest` to `longest` letters long."""
+    if not names:
+        return []
+    low = bisect.bisect_left(names, shortest, key=len)
+    return names[low : bisect.bisect_right(names, longest, low, key=len)]
+
+
+def _length_first(name: str) -> tuple[int, str]:
+    return len(name), name
+
+
 def _gram_index(names: Iterable[str]) -> dict[str, list[str]]:
+    """Trigram -> the names holding it, shortest first."""
     index: dict[str, list[str]] = {}
     for name in names:
         for gram in _trigrams(name):
             index.setdefault(gram, []).append(name)
+    for holding in index.values():
+        holding.sort(key=_length_first)
     return index
 
 
