@@ -7,14 +7,18 @@ per-call workload through the same live session, and reads the server's peak RSS
 JSON-RPC client (no client-side validation), and `in_process` against `vault_ops` in
 this process, so the shares of the client, the protocol and the engine are visible.
 `session` can also record every answer, and run another command: `bench/sdkfloor.py`
-replays the recorded answers, which gives the SDK's own share of each call.
+replays the recorded answers, which gives the SDK's own share of each call. `paired`
+runs the calls through the real server and that floor side by side, call by call, so
+the two are compared in the same moments of a busy machine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -99,9 +103,66 @@ async def session(
 ) -> tuple[Start, dict[str, Timings]]:
     """Start a server on `vault` (or run `command`), read `probe`, run `plan` if given,
     and stop it. Every result is appended to `record[tool]` if given, in call order."""
-    command = command or server_command(vault)
+    timings: dict[str, Timings] = {}
+    async with _started(command or server_command(vault), probe, server_log, record) as (
+        client,
+        start,
+    ):
+        if start.error is None and plan is not None:
+            timings = await _run_plan(client, plan, record)
+    return start, timings
+
+
+@dataclass
+class Paired:
+    """The calls measured through the real server and through the floor, side by side."""
+
+    floor_start: Start
+    ours: dict[str, Timings]
+    floor: dict[str, Timings]
+
+
+async def paired(
+    vault: Path, probe: str, server_log: TextIO, plan: Plan, floor_command: list[str]
+) -> Paired:
+    """The floor (`floor_command`, replaying answers `session` recorded for `plan`) and
+    the real server on `vault`, both started and kept open, then each call of `plan`
+    made to one and at once to the other, which of them first taking turns: the two
+    samples of a call are taken in the same moment of the machine, whatever else it is
+    doing, so their difference is the server's own work."""
+    ours: dict[str, Timings] = {}
+    floor: dict[str, Timings] = {}
+    async with (
+        _started(floor_command, probe, server_log) as (canned, floor_start),
+        _started(server_command(vault), probe, server_log) as (real, start),
+    ):
+        for failed in (floor_start, start):
+            if failed.error is not None:
+                raise RuntimeError(failed.error)
+        for label, tool, calls in plan:
+            if not tool.startswith("save"):
+                for args in calls[:WARM_UP_CALLS]:
+                    await real.call_tool(tool, args)
+                    await canned.call_tool(tool, args)
+            sides = [
+                (real, ours.setdefault(label, Timings())),
+                (canned, floor.setdefault(label, Timings())),
+            ]
+            for n, args in enumerate(calls):
+                for client, timings in sides if n % 2 == 0 else sides[::-1]:
+                    await _timed_call(client, tool, args, timings)
+    return Paired(floor_start, ours, floor)
+
+
+@contextlib.asynccontextmanager
+async def _started(
+    command: list[str], probe: str, server_log: TextIO, record: Answers | None = None
+) -> AsyncIterator[tuple[Client, Start]]:
+    """A live session with the server `command` runs, once it has answered a read of
+    `probe`; its start-up figures are in the `Start`, and its peak memory and CPU time
+    at the end are added when the session closes."""
     params = StdioServerParameters(command=command[0], args=command[1:], env=server_env())
-    start, timings = Start(), {}
+    start = Start()
     began = time.perf_counter()
     async with Client(stdio_client(params, errlog=server_log), mode="legacy") as client:
         start.initialize_s = time.perf_counter() - began
@@ -119,10 +180,8 @@ async def session(
         start.start_rss_mb, start.start_cpu_s = peak_rss_mb(pid), cpu_seconds(pid)
         if first.is_error:
             start.error = f"read_page({probe!r}) failed: {_text(first)}"
-        elif plan is not None:
-            timings = await _run_plan(client, plan, record)
+        yield client, start
         start.peak_rss_mb, start.end_cpu_s = peak_rss_mb(pid), cpu_seconds(pid)
-    return start, timings
 
 
 async def _run_plan(client: Client, plan: Plan, record: Answers | None) -> dict[str, Timings]:
@@ -135,15 +194,21 @@ async def _run_plan(client: Client, plan: Plan, record: Answers | None) -> dict[
                     _keep(record, tool, result)
         timings = results[label] = Timings()
         for args in calls:
-            with anyio.fail_after(CALL_TIMEOUT_S):
-                began = time.perf_counter()
-                result = await client.call_tool(tool, args)
-                elapsed = time.perf_counter() - began
-            problem = _problem(tool, result.is_error, _text(result), result.structured_content)
-            timings.record(elapsed * 1000, problem)
+            result = await _timed_call(client, tool, args, timings)
             if record is not None:
                 _keep(record, tool, result)
     return results
+
+
+async def _timed_call(client: Client, tool: str, args: Args, timings: Timings) -> CallToolResult:
+    """Make one call, and record its round trip (and what went wrong) in `timings`."""
+    with anyio.fail_after(CALL_TIMEOUT_S):
+        began = time.perf_counter()
+        result = await client.call_tool(tool, args)
+        elapsed = time.perf_counter() - began
+    problem = _problem(tool, result.is_error, _text(result), result.structured_content)
+    timings.record(elapsed * 1000, problem)
+    return result
 
 
 def _keep(record: Answers, tool: str, result: CallToolResult) -> None:
@@ -241,16 +306,17 @@ def _direct(state: AppState, tool: str, args: Args) -> object:
 def server_pid(command: list[str]) -> int:
     """The process this process spawned to run `command` (Linux: read from /proc)."""
     me, wanted = os.getpid(), "\0".join(command[1:]).encode()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_text()
-            cmdline = Path(entry.path, "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(stat.rpartition(")")[2].split()[1]) == me and wanted in cmdline:
-            return int(entry.name)
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = Path(entry.path, "stat").read_text()
+                cmdline = Path(entry.path, "cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == me and wanted in cmdline:
+                return int(entry.name)
     raise RuntimeError("cannot find the server process among this process's children")
 
 

@@ -142,15 +142,21 @@ def _start_rows(result: dict[str, Any]) -> list[str]:
 
 
 def _call_rows(result: dict[str, Any]) -> list[str]:
-    """Per call: the SDK client over stdio, a bare JSON-RPC client, and vault_ops."""
+    """Per call: the SDK client over stdio; the same beside the SDK's floor; a bare
+    JSON-RPC client; vault_ops."""
     lines = [
-        f"{'call, ms':<22}{'n':>5}{'sdk med':>9}{'p99':>8}{'floor med':>11}{'p99':>8}"
-        f"{'bare med':>10}{'p99':>8}{'engine med':>12}{'p99':>8}   target",
+        f"{'call, ms':<22}{'n':>5}{'sdk med':>9}{'p99':>8}{'beside':>8}{'floor':>7}"
+        f"{'over':>7}{'bare med':>10}{'p99':>8}{'engine med':>12}{'p99':>8}   target",
     ]
     for label, columns in result["calls"].items():
         target, verdict = _verdict(result, label)
         cells = ""
-        for name, width in (("stdio", 9), ("sdk_floor", 11), ("raw_stdio", 10), ("in_process", 12)):
+        for name, width in (("stdio", 9), ("p99", 8), ("beside_floor", 8), ("sdk_floor", 7)):
+            column = columns.get("stdio" if name == "p99" else name, {})
+            value = column.get("p99_ms" if name == "p99" else "median_ms", 0)
+            cells += f"{value:>{width}.2f}"
+        cells += f"{columns.get('over_floor', {}).get('median_ms', 0):>+7.2f}"
+        for name, width in (("raw_stdio", 10), ("in_process", 12)):
             column = columns.get(name, {})
             cells += f"{column.get('median_ms', 0):>{width}.2f}{column.get('p99_ms', 0):>8.2f}"
         stdio = columns["stdio"]
@@ -161,10 +167,11 @@ def _call_rows(result: dict[str, Any]) -> list[str]:
         )
         lines.append(f"{label:<22}{stdio['n']:>5}{cells}   {target:<10}{verdict}{errors}".rstrip())
     lines.append(
-        "(sdk: mcp.Client over stdio, as an agent sees it; floor: the same client and calls "
-        "against bench/sdkfloor.py, which replays these answers without doing any work; "
-        "bare: a bare JSON-RPC client over stdio, i.e. server + pipe; engine: vault_ops in "
-        "this process)"
+        "(sdk: mcp.Client over stdio, as an agent sees it; beside / floor / over: medians "
+        "of the same client and calls made, call by call, to the server and to "
+        "bench/sdkfloor.py, which replays these answers without doing any work, and of "
+        "each call's difference between the two; bare: a bare JSON-RPC client over stdio, "
+        "i.e. server + pipe; engine: vault_ops in this process)"
     )
     return lines
 

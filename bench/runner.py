@@ -83,18 +83,20 @@ def run_size(size: int, calls: int, starts: int, seed: int, cache: Path) -> dict
         "calls": {
             label: {
                 "stdio": report.summary(runs.stdio[label]),
-                "sdk_floor": report.summary(runs.floor[label]),
+                "beside_floor": report.summary(runs.beside.ours[label]),
+                "sdk_floor": report.summary(runs.beside.floor[label]),
+                "over_floor": report.summary(_differences(runs.beside, label)),
                 "raw_stdio": report.summary(runs.raw[label]),
                 "in_process": report.summary(local[label]),
             }
             for label, _, _ in workload.calls
-            if all(label in timings for timings in (runs.stdio, runs.floor, runs.raw, local))
+            if all(label in timings for timings in (runs.stdio, runs.beside.ours, runs.raw, local))
         },
         "in_process_open_s": round(opened, 4),
         "floors": _floors(vault, calls)
         | {
             "ping_bare": report.summary(runs.raw[measure.PING]),
-            "sdk_floor_start": vars(runs.floor_start),
+            "sdk_floor_start": vars(runs.beside.floor_start),
         },
     }
     if report.engine_digest() != digest:  # the sources changed while this size ran
@@ -116,16 +118,16 @@ class Sessions:
     warm: list[measure.Start]
     stdio: dict[str, measure.Timings]  # the calls through the SDK's client
     raw: dict[str, measure.Timings]  # the same through a bare JSON-RPC client
-    floor_start: measure.Start  # the canned server of bench/sdkfloor.py
-    floor: dict[str, measure.Timings]  # the same calls, answered by it
+    beside: measure.Paired  # the same through the SDK's client, beside bench/sdkfloor.py
 
 
 def _sessions(
     vault: vaults.Vault, workload: vaults.Workload, starts: int, log: TextIO, answers: Path
 ) -> Sessions:
     """Cold starts, warm starts (the last one runs the calls and records the answers),
-    the same calls through a bare client, then through the SDK's client again against a
-    server that replays the recorded answers (the SDK's floor)."""
+    the same calls through a bare client, then through the SDK's client again, to the
+    server and, call by call beside it, to one that replays the recorded answers (the
+    SDK's floor)."""
     session, size, count = measure.session, len(vault.pages), len(workload.calls[0][2])
     cold, warm = [], []
     for n in range(starts):
@@ -150,16 +152,21 @@ def _sessions(
         raw = measure.raw_calls(vault.root, workload.probe, log, workload.calls)
     finally:
         vaults.restore(vault, workload)
-    _say(f"{size} pages: the same calls answered by a server that does no work")
+    _say(f"{size} pages: the same calls, each beside a server that does no work")
     answers.write_text(json.dumps(recorded, ensure_ascii=False), "utf-8")
     try:
-        canned = functools.partial(
-            session, plan=workload.calls, command=measure.sdk_floor_command(answers)
-        )
-        floor_start, floor = anyio.run(canned, vault.root, workload.probe, log)
+        floor = measure.sdk_floor_command(answers)
+        beside = anyio.run(measure.paired, vault.root, workload.probe, log, workload.calls, floor)
     finally:
         answers.unlink()
-    return Sessions(cold, warm, stdio, raw, floor_start, floor)
+        vaults.restore(vault, workload)
+    return Sessions(cold, warm, stdio, raw, beside)
+
+
+def _differences(beside: measure.Paired, label: str) -> measure.Timings:
+    """Per call, the server's time less the floor's for the same call at the same moment."""
+    ours, floor = beside.ours[label].samples_ms, beside.floor[label].samples_ms
+    return measure.Timings(samples_ms=[a - b for a, b in zip(ours, floor, strict=True)])
 
 
 def _floors(vault: vaults.Vault, calls: int) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `bench` is a folder of the repository, not installed
     sys.path.append(str(ROOT))
 
+from bench import measure  # noqa: E402
 from bench.sdkfloor import build  # noqa: E402
 
 pytestmark = pytest.mark.anyio
@@ -55,3 +58,32 @@ async def test_replays_recorded_answers_in_order_then_fails(brain_dir: Path) -> 
     assert spent.is_error
     assert "no recorded answers of read_page left" in spent.content[0].text  # type: ignore[union-attr]
     assert bad.is_error  # a slug must not be empty, as in the real server
+
+
+async def test_paired_calls_go_to_both_the_server_and_the_floor(
+    brain_dir: Path, tmp_path: Path
+) -> None:
+    """The floor replays what a first session recorded; the paired session makes every
+    call to both, timed side by side, and the recorded answers last it out."""
+    plan: measure.Plan = [
+        ("read_page", "read_page", [{"slug": s} for s in ("index", "getting-started")] * 3),
+        ("search", "search", [{"query": q} for q in ("links", "vault", "search")]),
+        ("save_page new", "save_page", [{"slug": "bench/new page", "content": "# New\n"}]),
+    ]
+    second = tmp_path / "second"
+    shutil.copytree(brain_dir, second)
+    recorded: measure.Answers = {}
+    answers = tmp_path / "answers.json"
+    with (tmp_path / "server.log").open("w", encoding="utf-8") as log:
+        start, _ = await measure.session(brain_dir, "index", log, plan, record=recorded)
+        assert start.error is None
+        answers.write_text(json.dumps(recorded), "utf-8")
+        beside = await measure.paired(
+            second, "index", log, plan, measure.sdk_floor_command(answers)
+        )
+    assert beside.floor_start.first_read_s > 0
+    for label, _, calls in plan:
+        ours, floor = beside.ours[label], beside.floor[label]
+        assert len(ours.samples_ms) == len(floor.samples_ms) == len(calls), label
+        assert (ours.errors, floor.errors) == (0, 0), (ours.first_error, floor.first_error)
+    assert (second / "bench" / "new page.md").read_text("utf-8") == "# New\n"
