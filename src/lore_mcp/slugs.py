@@ -263,7 +263,7 @@ class SlugIndex:
         self._by_last[last] = {slug}
         if self._by_gram is not None:
             for gram in _trigrams(last):
-                bisect.insort(self._by_gram.setdefault(gram, []), last, key=_length_first)
+                bisect.insort(self._by_gram.setdefault(gram, []), last, key=len)
 
     def remove(self, slug: str) -> None:
         with self._lock:
@@ -432,18 +432,13 @@ def _lengths_between(names: list[str] | None, shortest: int, longest: int) -> li
     return names[low : bisect.bisect_right(names, longest, low, key=len)]
 
 
-def _length_first(name: str) -> tuple[int, str]:
-    return len(name), name
-
-
 def _gram_index(names: Iterable[str]) -> dict[str, list[str]]:
-    """Trigram -> the names holding it, shortest first."""
+    """Trigram -> the names holding it, shortest first (the names are taken shortest
+    first, so each list is made in that order)."""
     index: dict[str, list[str]] = {}
-    for name in names:
+    for name in sorted(names, key=len):
         for gram in _trigrams(name):
             index.setdefault(gram, []).append(name)
-    for holding in index.values():
-        holding.sort(key=_length_first)
     return index
 
 
