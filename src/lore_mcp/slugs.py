@@ -237,8 +237,10 @@ class SlugIndex:
     def __init__(self, slugs: Iterable[str] = ()) -> None:
         self._slugs: set[str] = set()
         self._by_last: dict[str, set[str]] = {}
-        # trigram -> the last segments holding it, shortest first (see `close_names`)
-        self._by_gram: dict[str, list[str]] | None = None
+        # trigram -> the last segments holding it, shortest first (see `close_names`);
+        # tuples, which the cycle collector stops looking into (lists of some two million
+        # names at 100k pages made each full collection walk them all)
+        self._by_gram: dict[str, tuple[str, ...]] | None = None
         self._lock = threading.Lock()
         self.update(slugs)
 
@@ -262,8 +264,11 @@ class SlugIndex:
             return
         self._by_last[last] = {slug}
         if self._by_gram is not None:
+            grams = self._by_gram
             for gram in _trigrams(last):
-                bisect.insort(self._by_gram.setdefault(gram, []), last, key=len)
+                names = grams.get(gram, ())
+                at = bisect.bisect_right(names, len(last), key=len)
+                grams[gram] = names[:at] + (last,) + names[at:]
 
     def remove(self, slug: str) -> None:
         with self._lock:
@@ -277,8 +282,14 @@ class SlugIndex:
                 return
             del self._by_last[last]
             if self._by_gram is not None:
+                grams = self._by_gram
                 for gram in _trigrams(last):
-                    self._by_gram[gram].remove(last)
+                    names = grams[gram]
+                    at = names.index(last, bisect.bisect_left(names, len(last), key=len))
+                    if len(names) == 1:
+                        del grams[gram]
+                    else:
+                        grams[gram] = names[:at] + names[at + 1 :]
 
     def close_names(self, word: str, count: int) -> list[tuple[float, str]]:
         """Last segments spelled like `word`, as (similarity, name), closest first: of
@@ -424,22 +435,22 @@ def _comparable_lengths(size: int, cutoff: float) -> tuple[int, int]:
     return shortest, longest
 
 
-def _lengths_between(names: list[str] | None, shortest: int, longest: int) -> list[str]:
+def _lengths_between(names: tuple[str, ...] | None, shortest: int, longest: int) -> tuple[str, ...]:
     """The names, kept shortest first, from `shortest` to `longest` letters long."""
     if not names:
-        return []
+        return ()
     low = bisect.bisect_left(names, shortest, key=len)
     return names[low : bisect.bisect_right(names, longest, low, key=len)]
 
 
-def _gram_index(names: Iterable[str]) -> dict[str, list[str]]:
+def _gram_index(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Trigram -> the names holding it, shortest first (the names are taken shortest
     first, so each list is made in that order)."""
     index: dict[str, list[str]] = {}
     for name in sorted(names, key=len):
         for gram in _trigrams(name):
             index.setdefault(gram, []).append(name)
-    return index
+    return {gram: tuple(holding) for gram, holding in index.items()}
 
 
 def _trigrams(word: str) -> set[str]:
