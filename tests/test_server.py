@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -364,6 +365,25 @@ async def test_lifespan_closes_the_state(brain_dir: Path, mode: str) -> None:
         assert state.ready.is_set()
     with pytest.raises(Exception, match="closed"):
         state.index.count_links()
+
+
+async def test_after_index_runs_once_the_vault_is_indexed(brain_dir: Path) -> None:
+    """The command line freezes what the first pass built from this hook (`cli._settled`):
+    it must come after the pass, once, off the event loop."""
+    state = vault_ops.open_vault(brain_dir, scan=False)
+    seen: list[tuple[bool, str]] = []
+    called = threading.Event()
+
+    def after_index() -> None:
+        seen.append((state.ready.is_set(), threading.current_thread().name))
+        called.set()
+
+    async with Client(build_server(state, after_index=after_index)) as client:
+        await ok(client, "read_page", slug="index")
+        with anyio.fail_after(10):
+            while not called.is_set():
+                await anyio.sleep(0.01)
+    assert seen == [(True, "lore-index")]
 
 
 async def test_watcher_applies_outside_edits(brain_dir: Path, mode: str) -> None:

@@ -82,7 +82,7 @@ def serve(
             "on" if watch else "off",
         )
         limit = max_result_chars or budget.DEFAULT_MAX_RESULT_CHARS
-        server = build_server(state, watch=watch, max_result_chars=limit)
+        server = build_server(state, watch=watch, max_result_chars=limit, after_index=_settled)
     if http is None:
         from lore_mcp.stdio import run_stdio
 
@@ -107,6 +107,14 @@ def _starting() -> Iterator[None]:
         gc.freeze()
         if enabled:
             gc.enable()
+
+
+def _settled() -> None:
+    """After the first index pass: the graph, the slug and title indexes it built live as
+    long as the server, so they are frozen too. A full collection otherwise walks them
+    all (at 100k pages some 350 000 objects, 180-280 ms with the server stalled); the pass
+    leaves no garbage cycles behind to be frozen with them."""
+    gc.freeze()
 
 
 def setup_logging(level: str = "INFO") -> None:

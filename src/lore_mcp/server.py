@@ -361,9 +361,12 @@ def build_server(
     *,
     watch: bool = False,
     max_result_chars: int = budget.DEFAULT_MAX_RESULT_CHARS,
+    after_index: Callable[[], object] | None = None,
 ) -> MCPServer[AppState]:
     """An MCP server over `state`, which it owns from now on: while it serves, the vault
     is indexed in the background and, with `watch`, watched; at exit the state is closed.
+    `after_index` is called in the indexing thread once the vault is indexed (at once if
+    it already was; not at all if the server stops first).
 
     Tool results keep to `max_result_chars` characters. A state opened read-only gets
     no write tools at all. Pages are also resources, `lore://page/{slug}`."""
@@ -379,7 +382,7 @@ def build_server(
         title="lore-mcp",
         version=__version__,
         instructions=instructions(state),
-        lifespan=_lifespan(state, watch),
+        lifespan=_lifespan(state, watch, after_index),
         tools=[
             _tool(fn, hints) for fn, hints in TOOLS if hints.read_only_hint or not state.read_only
         ],
@@ -430,13 +433,16 @@ class _Stopped(Exception):
 
 
 def _lifespan(
-    state: AppState, watch: bool
+    state: AppState, watch: bool, after_index: Callable[[], object] | None
 ) -> Callable[[MCPServer[AppState]], AbstractAsyncContextManager[AppState]]:
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
         stop = threading.Event()
         worker = threading.Thread(
-            target=_prepare, args=(state, watch, stop), name="lore-index", daemon=True
+            target=_prepare,
+            args=(state, watch, stop, after_index),
+            name="lore-index",
+            daemon=True,
         )
         worker.start()
         try:
@@ -449,23 +455,31 @@ def _lifespan(
     return lifespan
 
 
-def _prepare(state: AppState, watch: bool, stop: threading.Event) -> None:
-    """Start the watcher, then bring the index up to date; calls wait for `state.ready`."""
+def _prepare(
+    state: AppState,
+    watch: bool,
+    stop: threading.Event,
+    after_index: Callable[[], object] | None = None,
+) -> None:
+    """Start the watcher, then bring the index up to date (calls wait for `state.ready`),
+    then call `after_index`."""
     if watch:
         _start_watcher(state)
-    if state.ready.is_set():
-        return
+    if not state.ready.is_set():
 
-    def check_stop(done: int, total: int) -> None:
-        if stop.is_set():
-            raise _Stopped
+        def check_stop(done: int, total: int) -> None:
+            if stop.is_set():
+                raise _Stopped
 
-    try:
-        vault_ops.index_vault(state, progress=check_stop)
-    except _Stopped:
-        log.info("indexing stopped: the server is shutting down")
-    except Exception:
-        log.exception("indexing %s failed; serving what the index already holds", state.root)
+        try:
+            vault_ops.index_vault(state, progress=check_stop)
+        except _Stopped:
+            log.info("indexing stopped: the server is shutting down")
+            return
+        except Exception:
+            log.exception("indexing %s failed; serving what the index already holds", state.root)
+    if after_index is not None:
+        after_index()
 
 
 def _start_watcher(state: AppState) -> None:
