@@ -14,7 +14,7 @@ import re
 import sys
 import threading
 import unicodedata
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -268,7 +268,7 @@ class SlugIndex:
             for gram in _trigrams(last):
                 names = grams.get(gram, ())
                 at = bisect.bisect_right(names, len(last), key=len)
-                grams[gram] = names[:at] + (last,) + names[at:]
+                grams[gram] = (*names[:at], last, *names[at:])
 
     def remove(self, slug: str) -> None:
         with self._lock:
@@ -446,10 +446,10 @@ def _lengths_between(names: tuple[str, ...] | None, shortest: int, longest: int)
 def _gram_index(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Trigram -> the names holding it, shortest first (the names are taken shortest
     first, so each list is made in that order)."""
-    index: dict[str, list[str]] = {}
+    index: defaultdict[str, list[str]] = defaultdict(list)
     for name in sorted(names, key=len):
         for gram in _trigrams(name):
-            index.setdefault(gram, []).append(name)
+            index[gram].append(name)
     return {gram: tuple(holding) for gram, holding in index.items()}
 
 
