@@ -110,10 +110,10 @@ def _starting() -> Iterator[None]:
 
 
 def _settled() -> None:
-    """After the first index pass: the graph, the slug and title indexes it built live as
-    long as the server, so they are frozen too. A full collection otherwise walks them
-    all (at 100k pages some 350 000 objects, 180-280 ms with the server stalled); the pass
-    leaves no garbage cycles behind to be frozen with them."""
+    """After the first index pass: the graph and the slug sets it built live as long as
+    the server, so they are frozen too. A full collection otherwise walks them all (at
+    100k pages some 350 000 objects, 180-280 ms with the server stalled); the pass leaves
+    no garbage cycles behind to be frozen with them."""
     gc.freeze()
 
 
