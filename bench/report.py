@@ -150,16 +150,14 @@ def _call_rows(result: dict[str, Any]) -> list[str]:
     ]
     for label, columns in result["calls"].items():
         target, verdict = _verdict(result, label)
-        cells = ""
-        for name, width in (("stdio", 9), ("p99", 8), ("beside_floor", 8), ("sdk_floor", 7)):
-            column = columns.get("stdio" if name == "p99" else name, {})
-            value = column.get("p99_ms" if name == "p99" else "median_ms", 0)
-            cells += f"{value:>{width}.2f}"
-        cells += f"{columns.get('over_floor', {}).get('median_ms', 0):>+7.2f}"
-        for name, width in (("raw_stdio", 10), ("in_process", 12)):
-            column = columns.get(name, {})
-            cells += f"{column.get('median_ms', 0):>{width}.2f}{column.get('p99_ms', 0):>8.2f}"
         stdio = columns["stdio"]
+        median = {name: column.get("median_ms", 0) for name, column in columns.items()}
+        cells = f"{median['stdio']:>9.2f}{stdio.get('p99_ms', 0):>8.2f}"
+        cells += f"{median.get('beside_floor', 0):>8.2f}{median.get('sdk_floor', 0):>7.2f}"
+        cells += f"{median.get('over_floor', 0):>+7.2f}"
+        for name, width in (("raw_stdio", 10), ("in_process", 12)):
+            p99 = columns.get(name, {}).get("p99_ms", 0)
+            cells += f"{median.get(name, 0):>{width}.2f}{p99:>8.2f}"
         errors = "".join(
             f"  [{name}: {column['errors']} errors, first: {column['first_error']}]"
             for name, column in columns.items()
