@@ -6,10 +6,10 @@ per-call workload through the same live session, and reads the server's peak RSS
 (`VmHWM`) and CPU time from `/proc`. `raw_calls` repeats the calls through a bare
 JSON-RPC client (no client-side validation), and `in_process` against `vault_ops` in
 this process, so the shares of the client, the protocol and the engine are visible.
-`session` can also record every answer, and run another command: `bench/sdkfloor.py`
-replays the recorded answers, which gives the SDK's own share of each call. `paired`
-runs the calls through the real server and that floor side by side, call by call, so
-the two are compared in the same moments of a busy machine.
+`session` can also record every answer for `bench/sdkfloor.py` to replay, which gives
+the SDK's own share of each call: `paired` runs the calls through the real server and
+that floor side by side, call by call, so the two are compared in the same moments of
+a busy machine.
 """
 
 from __future__ import annotations
@@ -98,16 +98,12 @@ async def session(
     server_log: TextIO,
     plan: Plan | None = None,
     *,
-    command: list[str] | None = None,
     record: Answers | None = None,
 ) -> tuple[Start, dict[str, Timings]]:
-    """Start a server on `vault` (or run `command`), read `probe`, run `plan` if given,
-    and stop it. Every result is appended to `record[tool]` if given, in call order."""
+    """Start a server on `vault`, read `probe`, run `plan` if given, and stop it. Every
+    result is appended to `record[tool]` if given, in call order."""
     timings: dict[str, Timings] = {}
-    async with _started(command or server_command(vault), probe, server_log, record) as (
-        client,
-        start,
-    ):
+    async with _started(server_command(vault), probe, server_log, record) as (client, start):
         if start.error is None and plan is not None:
             timings = await _run_plan(client, plan, record)
     return start, timings
