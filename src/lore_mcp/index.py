@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from lore_mcp import checkpoints
-from lore_mcp.checkpoints import Checkpointer
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +202,9 @@ class Index:
         self.path = db_path
         db_path.parent.mkdir(parents=True, exist_ok=True)
         self.rebuilt = False
-        self._checkpointer = Checkpointer(db_path, BUSY_TIMEOUT_MS / 1000, checkpoint_delay_s)
+        self._checkpointer = checkpoints.Checkpointer(
+            db_path, BUSY_TIMEOUT_MS / 1000, checkpoint_delay_s
+        )
         self._deferred = False
         try:
             self._conn = self._connect()
