@@ -1,8 +1,12 @@
-"""The link graph's helpers: keeping its title index in step, the shared attribute dict."""
+"""The link graph's helpers: keeping its title index in step, the shared attribute dict,
+adding edges fast."""
 
 from __future__ import annotations
 
+import networkx as nx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lore_mcp.graph import FOLDED_CHANGES_KEPT, LinkGraph, Node
 from lore_mcp.title_index import EXACT, PREFIX
@@ -35,3 +39,59 @@ def test_the_shared_attribute_dict_refuses_writes() -> None:
     with pytest.raises(TypeError):
         graph._g.nodes["a"]["title"] = "x"
     assert graph.node("b") == Node("b", "B", True)
+
+
+slugs = st.sampled_from(["a", "b", "c/d", "c/e", "f", "g"])
+edge_lists = st.lists(st.tuples(slugs, slugs), max_size=30)
+
+
+@given(
+    known=st.lists(slugs, unique=True),
+    first=edge_lists,
+    second=edge_lists,
+    grouped=st.booleans(),
+)
+def test_adding_edges_gives_the_graph_networkx_would_build(
+    known: list[str],
+    first: list[tuple[str, str]],
+    second: list[tuple[str, str]],
+    grouped: bool,
+) -> None:
+    """The graph's own fast path for adding edges ends where `add_edges_from` would: the
+    same nodes, edges, neighbours and degrees, whatever was there before and in whatever
+    order the edges come (the index gives them grouped by source)."""
+    if grouped:
+        first = sorted(first)
+    graph = LinkGraph()
+    expected: nx.DiGraph[str] = nx.DiGraph()
+    for slug in known:
+        graph.set_node(slug, slug.upper(), placeholder=False)
+        expected.add_node(slug)
+    graph.add_edges(first)
+    expected.add_edges_from(first)
+    sources = {source for source, _ in second}
+    graph.replace_out_edges(sources, second)
+    expected.remove_edges_from([(s, t) for s in sources if s in expected for t in expected[s]])
+    expected.add_edges_from(second)
+
+    assert graph.edges() == set(expected.edges())
+    assert {node.slug for node in graph.nodes()} == set(expected.nodes)
+    assert graph.edge_count() == expected.number_of_edges()
+    for slug in expected.nodes:
+        assert graph.linked_from(slug) == sorted(expected.successors(slug))
+        assert graph.linking_to(slug) == sorted(expected.predecessors(slug))
+        assert graph.in_degree(slug) == expected.in_degree(slug)
+        assert graph.out_degree(slug) == expected.out_degree(slug)
+        assert graph.neighbourhood(slug, 2)[1] == sorted(
+            expected.subgraph(nx.ego_graph(expected, slug, 2, undirected=True)).edges()
+        )
+
+
+def test_a_slug_is_held_once_however_many_links_name_it() -> None:
+    graph = LinkGraph()
+    graph.set_node("".join(["hu", "b"]), "Hub", placeholder=False)
+    graph.add_edges([(f"page-{i}", "".join(["h", "ub"])) for i in range(3)])
+    (hub,) = [slug for slug in graph._g if slug == "hub"]
+    for page in graph.linking_to("hub"):
+        (target,) = graph._g.successors(page)
+        assert target is hub
