@@ -459,7 +459,7 @@ def _prepare(
     state: AppState,
     watch: bool,
     stop: threading.Event,
-    after_index: Callable[[], object] | None = None,
+    after_index: Callable[[], object] | None,
 ) -> None:
     """Start the watcher, then bring the index up to date (calls wait for `state.ready`),
     then call `after_index`."""
