@@ -28,13 +28,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
+from lore_mcp.config import AUDIT_FILE, LORE_DIR
 from lore_mcp.errors import InvalidArgumentError, LoreError
 from lore_mcp.slugs import name_key
-from lore_mcp.state import LORE_DIR, AppState
 
 log = logging.getLogger(__name__)
 
-AUDIT_FILE = "audit.jsonl"
 _RELATIVE = re.compile(r"(\d+)\s*([smhdw])", re.IGNORECASE)
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -105,12 +104,12 @@ def log_path(root: Path) -> Path:
     return root / LORE_DIR / AUDIT_FILE
 
 
-def append(state: AppState, record: AuditRecord) -> None:
+def append(root: Path, record: AuditRecord) -> None:
     """Append `record` as one line and fsync it. Never raises: a failure is logged."""
     try:
-        _append_line(log_path(state.root), record.model_dump_json().encode("utf-8"))
+        _append_line(log_path(root), record.model_dump_json().encode("utf-8"))
     except OSError as exc:
-        log.error("could not write the audit log of %s: %s", state.root, exc)
+        log.error("could not write the audit log of %s: %s", root, exc)
 
 
 def _append_line(path: Path, line: bytes) -> None:

@@ -27,6 +27,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
+from lore_mcp.links import split_lines
 from lore_mcp.models import (
     Backlink,
     Backlinks,
@@ -42,30 +43,20 @@ from lore_mcp.models import (
     TitleMatches,
     VaultShape,
 )
-from lore_mcp.state import MAX_RESULT_CHARS
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_RESULT_CHARS = MAX_RESULT_CHARS  # about 10 000 tokens
-MIN_RESULT_CHARS = 2_000
 NOTE_ROOM = 400  # kept free for the note while a policy shrinks a result
 CLIPPED_LINE_CHARS = 200
 
 M = TypeVar("M", bound=BaseModel)
 Fits = Callable[[Any], bool]
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 _HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
 # -- lines ----------------------------------------------------------------------------
-
-
-def split_lines(text: str) -> list[str]:
-    """The text's lines, each with its line break (`\\n`, `\\r\\n` or `\\r`, the breaks
-    markdown-it counts, so line numbers agree with the links' lines)."""
-    return _LINE.findall(text)
 
 
 def heading_lines(lines: Sequence[str]) -> list[int]:

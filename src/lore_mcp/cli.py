@@ -1,170 +1,182 @@
-"""Command line entry points: `lore-mcp` runs the MCP server over one vault, on stdio or,
-with `--http`, over Streamable HTTP behind a bearer token (see `lore_mcp.http`).
+"""The command line: `lore COMMAND` for people and scripts, and `lore-mcp`, which is
+`lore serve`: the MCP server, on stdio or (with `--http`) over Streamable HTTP.
 
-Logging goes to stderr only; stdout carries nothing but protocol messages. The MCP SDK
-and the engine are imported only when a server actually starts, so `--help` and
-argument errors are quick.
+One parser serves both. Each command opens the vault (bringing its index up to date),
+calls one engine operation, and prints the result: tables on a terminal, the same as
+plain text when piped, one JSON document with `--json`. Errors go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
-import importlib
 import logging
 import os
+import re
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lore_mcp import __version__
-from lore_mcp.errors import LoreError
+from pydantic import BaseModel
+
+from lore_mcp import __version__, audit, display
+from lore_mcp import vault as engine
+from lore_mcp.config import LOG_LEVELS, MIN_RESULT_CHARS, VAULT_ENV, setup_logging
+from lore_mcp.errors import InvalidArgumentError, LoreError
+from lore_mcp.models import DoctorReport, PageView
 
 if TYPE_CHECKING:
     from lore_mcp.http import HttpOptions
 
-VAULT_ENV = "LORE_VAULT"
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-QUIET_LOGGERS = ("markdown_it", "watchdog", "asyncio")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
+WRITES = frozenset({"save", "rename", "delete"})
+MAX_LIMIT = 1000
+# Engine messages are written for the agent and name its tools; people get commands.
+TOOL_COMMANDS = {
+    "read_page": "lore read",
+    "save_page": "lore save",
+    "delete_page": "lore delete",
+    "rename_page": "lore rename",
+    "list_pages": "lore list",
+    "search_titles": "lore titles",
+    "get_backlinks": "lore backlinks",
+    "get_graph": "lore graph",
+}
+_TOOL_NAME = re.compile(r"\b(" + "|".join(sorted(TOOL_COMMANDS, key=len, reverse=True)) + r")\b")
+
+EPILOG = f"""\
+The vault is --vault PATH, else the {VAULT_ENV} environment variable.
+Output: tables on a terminal, plain text when piped, one JSON document with --json.
+
+exit status:
+  0  success (doctor: no errors)
+  1  the operation failed (the message is on stderr), or doctor found errors
+  2  usage error: bad arguments, or no vault given
+"""
+
+DOCTOR_HELP = """\
+Check the vault's health.
+
+errors (exit status 1):
+  slug collisions       two files with one slug; the one that sorts second is not indexed
+  invalid UTF-8         files indexed only as far as they decode
+  unindexed files       page files that could not be indexed at all
+warnings (exit status 0, or 1 with --strict):
+  unresolved links      links to placeholders, with the page and line they are written on
+  ambiguous links       links that matched several pages, what they resolved to, the candidates
+  orphans               pages with no links in or out
+"""
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """`lore-mcp --vault PATH [--no-watch] [--log-level LEVEL] [--http ...]`: serve a vault."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    vault = args.vault or os.environ.get(VAULT_ENV, "").strip()
-    if not vault:
-        parser.error(f"no vault given: pass --vault PATH or set {VAULT_ENV}")
-    if not Path(vault).expanduser().is_dir():
-        parser.error(f"the vault {vault!r} is not a folder")
-    try:
-        http = http_options(parser, args)
-        serve(
-            Path(vault),
-            watch=not args.no_watch,
-            log_level=args.log_level,
-            http=http,
-            read_only=args.read_only,
-            max_result_chars=args.max_result_chars,
-        )
-    except LoreError as exc:
-        print(f"lore-mcp: {exc}", file=sys.stderr)
-        raise SystemExit(1) from None
-    except KeyboardInterrupt:
-        raise SystemExit(130) from None
+class UsageError(LoreError):
+    """Arguments that parse but make no sense; exit status 2."""
 
 
-def serve(
-    vault: Path,
-    watch: bool = True,
-    log_level: str = "INFO",
-    http: HttpOptions | None = None,
-    *,
-    read_only: bool = False,
-    max_result_chars: int | None = None,
-) -> None:
-    """Serve `vault` over stdio until stdin closes, or with `http` over HTTP until SIGINT
-    or SIGTERM. Raises `LoreError` when the vault cannot be opened or the port cannot be
-    bound. With `read_only`, no write tools are offered. `lore serve` calls this too."""
-    setup_logging(log_level)
-    with _starting():
-        from lore_mcp import budget, vault_ops
-        from lore_mcp.server import build_server
-
-        state = vault_ops.open_vault(vault, scan=False, read_only=read_only)
-        logging.getLogger(__name__).info(
-            "serving %s over %s (watch %s)",
-            state.root,
-            "stdio" if http is None else "HTTP",
-            "on" if watch else "off",
-        )
-        limit = max_result_chars or budget.DEFAULT_MAX_RESULT_CHARS
-        server = build_server(state, watch=watch, max_result_chars=limit, after_index=_settled)
-    if http is None:
-        from lore_mcp.stdio import run_stdio
-
-        run_stdio(server)
-    else:
-        from lore_mcp.http import run_http
-
-        run_http(server, http)
+# -- arguments --------------------------------------------------------------------------
 
 
-@contextmanager
-def _starting() -> Iterator[None]:
-    """Start-up without the cycle collector: importing the SDK builds a few hundred
-    thousand objects and hardly any garbage cycles, yet set off full collections over
-    all of them (two, about 70 ms, before a warm start's first answer). What start-up
-    built lives as long as the server, so it is then frozen: later collections skip it."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
+def _number(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not between {low} and {high}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
 
 
-def _settled() -> None:
-    """After the first index pass: the graph and the slug sets it built live as long as
-    the server, so they are frozen too. A full collection otherwise walks them all (at
-    100k pages some 350 000 objects, 180-280 ms with the server stalled); the pass leaves
-    no garbage cycles behind to be frozen with them."""
-    gc.freeze()
-
-
-def setup_logging(level: str = "INFO") -> None:
-    """Log to stderr at `level` (DEBUG, INFO, WARNING or ERROR)."""
-    name = level.upper()
-    if name not in LOG_LEVELS:
-        raise LoreError(f"Unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}.")
-    logging.basicConfig(stream=sys.stderr, level=name, format=LOG_FORMAT)
-    logging.getLogger().setLevel(name)
-    for chatty in QUIET_LOGGERS:  # their DEBUG output is per token or per event
-        logging.getLogger(chatty).setLevel(max(logging.INFO, logging.getLevelName(name)))
-
-
-def lore_main(argv: Sequence[str] | None = None) -> None:
-    """The `lore` command; its subcommands live in `lore_mcp.commands`."""
-    commands = importlib.import_module("lore_mcp.commands")
-    raise SystemExit(commands.main(argv))
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="lore-mcp",
-        description="Serve a vault of Markdown pages joined by [[wiki links]] to an AI "
-        "agent over MCP (stdio, or Streamable HTTP with --http).",
-    )
-    parser.add_argument(
-        "--vault",
-        metavar="PATH",
-        help=f"the vault folder (default: ${VAULT_ENV})",
-    )
-    parser.add_argument(
-        "--no-watch",
-        action="store_true",
-        help="do not watch the folder for edits made outside the server",
-    )
-    parser.add_argument(
+def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
+    """`lore` and its commands. `serve_prog` names the server's usage line (`lore-mcp`
+    when it is started by that name)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--vault", metavar="PATH", help=f"the vault folder (default: ${VAULT_ENV})")
+    common.add_argument("--json", action="store_true", help="print one JSON document")
+    common.add_argument(
         "--log-level",
-        default="INFO",
         type=str.upper,
         choices=LOG_LEVELS,
-        help="how much to log to stderr (default: INFO)",
+        help="log to stderr from this level (default: WARNING; INFO with --http)",
     )
-    add_serving_arguments(parser)
-    add_http_arguments(parser)
-    parser.add_argument("--version", action="version", version=f"lore-mcp {__version__}")
+    parser = argparse.ArgumentParser(
+        prog="lore",
+        description="A wiki vault of Markdown pages joined by [[wiki links]], from the shell.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"lore {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(
+        name: str, summary: str, description: str | None = None, prog: str | None = None
+    ) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name,
+            parents=[common],
+            help=summary,
+            description=description or summary,
+            epilog=EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            prog=prog,
+        )
+
+    limit = _number(1, MAX_LIMIT)
+    p = command("index", "build or update the index, then summarise the vault")
+    p.add_argument("vault_arg", nargs="?", metavar="VAULT", help="the vault (or --vault)")
+    command("read", "print a page's Markdown as it is on disk").add_argument("name")
+    p = command("search", "full-text search, best first")
+    p.add_argument("query")
+    p.add_argument("--limit", type=limit, default=10, help="at most N hits (default 10)")
+    p = command("titles", "find pages by title or slug")
+    p.add_argument("query")
+    p.add_argument("--limit", type=limit, default=20, help="at most N matches (default 20)")
+    p = command("backlinks", "the lines in other pages that link to a page")
+    p.add_argument("name")
+    p.add_argument("--unlinked", action="store_true", help="also plain-text mentions")
+    p = command("list", "pages sorted by slug, a page of them at a time")
+    p.add_argument("folder", nargs="?", default="", help="only pages under this folder")
+    p.add_argument("--placeholders", action="store_true", help="include placeholders")
+    p.add_argument("--offset", type=_number(0, 2**31), default=0, help="skip N pages")
+    p.add_argument("--limit", type=limit, default=100, help="at most N pages (default 100)")
+    p = command("graph", "a page's neighbourhood, or without a name the vault's shape")
+    p.add_argument("name", nargs="?")
+    p.add_argument("--depth", type=_number(1, 3), default=1, help="hops, 1 to 3 (default 1)")
+    command("save", "create or overwrite a page with the content on stdin").add_argument("name")
+    p = command("rename", "rename or move a page and rewrite the links to it")
+    p.add_argument("name")
+    p.add_argument("new_name", metavar="NEW", help="a new title, or folder/New Title")
+    command("delete", "move a page to .lore/trash/").add_argument("name")
+    p = command("doctor", "check the vault's health", DOCTOR_HELP)
+    p.add_argument("--strict", action="store_true", help="warnings count as errors")
+    p = command("log", "the audit log: every save, delete and rename, oldest first")
+    p.add_argument(
+        "--since", help="only writes since then: 30m, 1h, 2d, 1w, or an ISO date or time"
+    )
+    p.add_argument("--slug", help="only writes that touched this page")
+    p.add_argument("--limit", type=_number(1, 2**31), help="only the last N writes")
+    p = command(
+        "serve",
+        "the MCP server on stdio, or over HTTP with --http (lore-mcp is the same)",
+        "Serve a vault of Markdown pages joined by [[wiki links]] to an AI agent over MCP "
+        "(stdio, or Streamable HTTP with --http).",
+        prog=serve_prog,
+    )
+    _serving_options(p)
+    p.add_argument("--version", action="version", version=f"lore-mcp {__version__}")
     return parser
 
 
-def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
-    """--read-only and --max-result-chars; `lore serve` takes them too."""
+def _serving_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-watch", action="store_true", help="do not watch the folder for outside edits"
+    )
     parser.add_argument(
         "--read-only",
         action="store_true",
@@ -172,34 +184,20 @@ def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-result-chars",
-        type=_result_chars,
+        type=_number(MIN_RESULT_CHARS, 2**31),
         metavar="N",
         help="at most N characters in one tool result, as text and as JSON; a larger "
         "result is shrunk and says how to get the rest (default: 40000, about 10k tokens)",
     )
-
-
-def _result_chars(text: str) -> int:
-    from lore_mcp.budget import MIN_RESULT_CHARS
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < MIN_RESULT_CHARS:
-        raise argparse.ArgumentTypeError(f"{value} is below the minimum, {MIN_RESULT_CHARS}")
-    return value
-
-
-def add_http_arguments(parser: argparse.ArgumentParser) -> None:
-    """--http and its options; `lore serve` takes them too."""
     group = parser.add_argument_group(
         "HTTP", "serve over Streamable HTTP instead of stdio; every request needs the token"
     )
     group.add_argument("--http", action="store_true", help="serve over HTTP at /mcp")
     group.add_argument("--host", help="the address to listen on (default: 127.0.0.1)")
     group.add_argument(
-        "--port", type=int, help="the port to listen on (default: 8765; 0 picks a free one)"
+        "--port",
+        type=_number(0, 65535),
+        help="the port to listen on (default: 8765; 0 picks a free one)",
     )
     group.add_argument(
         "--token-file",
@@ -214,22 +212,266 @@ def add_http_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def http_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> HttpOptions | None:
-    """The HTTP settings from the command line, or None to serve over stdio. Raises
-    `LoreError` when there is no usable token or the host is refused."""
-    given = [flag for flag in ("host", "port", "token_file") if getattr(args, flag) is not None]
+def _vault_path(args: argparse.Namespace) -> Path:
+    positional = getattr(args, "vault_arg", None)
+    if positional and args.vault and Path(positional) != Path(args.vault):
+        raise UsageError("give the vault once: as VAULT or as --vault, not both")
+    raw = positional or args.vault or os.environ.get(VAULT_ENV, "").strip()
+    if not raw:
+        raise UsageError(f"no vault given: pass --vault PATH or set {VAULT_ENV}")
+    if not Path(raw).expanduser().is_dir():
+        raise UsageError(f"the vault {raw!r} is not a folder")
+    return Path(raw)
+
+
+# -- running ----------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None, *, serve_prog: str = "lore serve") -> int:
+    """Run one `lore` command; returns the exit status."""
+    name = serve_prog.split(maxsplit=1)[0]
+    try:
+        args = build_parser(serve_prog).parse_args(argv)
+        if args.command == "serve":
+            return _serve(args)
+        with _logging_to_stderr(args.log_level or "WARNING"):
+            return _run(args)
+    except SystemExit as exc:  # argparse: --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except UsageError as exc:
+        print(f"{name}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except LoreError as exc:
+        print(f"{name}: {_for_people(str(exc))}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def lore_main() -> None:
+    """The `lore` command."""
+    raise SystemExit(main())
+
+
+def mcp_main(argv: Sequence[str] | None = None) -> None:
+    """The `lore-mcp` command: `lore serve` by another name."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    raise SystemExit(main(["serve", *args], serve_prog="lore-mcp"))
+
+
+def _for_people(message: str) -> str:
+    """An engine message with its tool names replaced by the matching commands."""
+    return _TOOL_NAME.sub(lambda m: f"`{TOOL_COMMANDS[m.group(1)]}`", message)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    vault = _vault_path(args)
+    http = _http_options(args)
+    setup_logging(args.log_level or ("INFO" if http else "WARNING"))
+    from lore_mcp.server import build_server
+
+    opened = engine.open_vault(vault, scan=False, read_only=args.read_only)
+    logging.getLogger(__name__).info(
+        "serving %s over %s (watch %s)",
+        opened.root,
+        "HTTP" if http else "stdio",
+        "off" if args.no_watch else "on",
+    )
+    kwargs = {} if args.max_result_chars is None else {"max_result_chars": args.max_result_chars}
+    server = build_server(opened, watch=not args.no_watch, **kwargs)
+    if http is None:
+        from lore_mcp.server import run_stdio
+
+        run_stdio(server, opened)
+    else:
+        from lore_mcp.http import run_http
+
+        run_http(server, http)
+    return EXIT_OK
+
+
+def _http_options(args: argparse.Namespace) -> HttpOptions | None:
+    """The HTTP settings, or None to serve over stdio. Raises `LoreError` when there is
+    no usable token or the host is refused."""
     if not args.http:
-        if given or args.allow_remote:
-            parser.error("--host, --port, --token-file and --allow-remote need --http")
+        if (
+            any(getattr(args, flag) is not None for flag in ("host", "port", "token_file"))
+            or args.allow_remote
+        ):
+            raise UsageError("--host, --port, --token-file and --allow-remote need --http")
         return None
     from lore_mcp import http
 
-    port = http.DEFAULT_PORT if args.port is None else args.port
-    if not 0 <= port <= 65535:
-        parser.error(f"--port {port} is not a port number (0-65535)")
     return http.HttpOptions(
         token=http.load_token(args.token_file),
         host=args.host or http.DEFAULT_HOST,
-        port=port,
+        port=http.DEFAULT_PORT if args.port is None else args.port,
         allow_remote=args.allow_remote,
     )
+
+
+def _run(args: argparse.Namespace) -> int:
+    vault = _vault_path(args)
+    content = _stdin_text() if args.command == "save" else None
+    if args.command == "log":
+        since = None if args.since is None else _since(args.since)
+        result: BaseModel = audit.read_log(vault.expanduser(), since, args.slug, args.limit)
+    elif args.command == "index":
+        opened = engine.open_vault(vault, scan=False)
+        try:
+            with _progress(always=True) as progress:
+                result = engine.index_vault(opened, progress)
+        finally:
+            opened.close()
+    else:
+        with _progress(always=False) as progress:
+            opened = engine.open_vault(
+                vault, read_only=args.command not in WRITES, progress=progress
+            )
+        try:
+            result = _call(opened, args, content)
+        finally:
+            opened.close()
+    _print(result, args.json)
+    if isinstance(result, DoctorReport) and (result.errors or (args.strict and result.warnings)):
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _since(text: str) -> datetime:
+    try:
+        return audit.parse_since(text)
+    except InvalidArgumentError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _call(vault: engine.Vault, args: argparse.Namespace, content: str | None) -> BaseModel:
+    """The one engine operation the command names."""
+    match args.command:
+        case "read":
+            return engine.read_page(vault, args.name)
+        case "search":
+            return engine.search(vault, args.query, args.limit)
+        case "titles":
+            return engine.search_titles(vault, args.query, args.limit)
+        case "backlinks":
+            return engine.get_backlinks(vault, args.name, args.unlinked)
+        case "list":
+            return engine.list_pages(vault, args.folder, args.placeholders, args.offset, args.limit)
+        case "graph":
+            return engine.get_graph(vault, args.name, args.depth)
+        case "save":
+            return engine.save_page(vault, args.name, content or "", door="cli")
+        case "rename":
+            return engine.rename_page(vault, args.name, args.new_name, door="cli")
+        case "delete":
+            return engine.delete_page(vault, args.name, door="cli")
+        case "doctor":
+            return engine.doctor(vault)
+    raise AssertionError(f"unhandled command {args.command!r}")
+
+
+# -- input and output -------------------------------------------------------------------
+
+
+def _stdin_text() -> str:
+    """The page content piped in, exactly as sent (no newline translation)."""
+    if sys.stdin is None:
+        raise InvalidArgumentError("lore save reads the page from stdin, and there is none.")
+    if sys.stdin.isatty():
+        print("lore: reading the page from stdin; end it with Ctrl-D", file=sys.stderr)
+    data: bytes = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(
+            f"The content on stdin is not valid UTF-8 (byte {exc.start}); send UTF-8 text."
+        ) from None
+
+
+def _write(text: str) -> None:
+    """Text to stdout as UTF-8 bytes, whatever the locale, with no newline translation."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.flush()
+
+
+def _print(result: BaseModel, as_json: bool) -> None:
+    if as_json:
+        _write(result.model_dump_json(indent=2) + "\n")
+    elif isinstance(result, PageView):
+        _write(result.content)
+        _page_notes(result)
+    else:
+        draw: display.Draw = (
+            partial(display.doctor, result)
+            if isinstance(result, DoctorReport)
+            else partial(display.show, result)
+        )
+        if sys.stdout.isatty():
+            display.on_terminal(draw, sys.stdout)
+        else:
+            _write(display.plain_text(draw))
+
+
+def _page_notes(page: PageView) -> None:
+    """What `lore read` cannot put on stdout without breaking the round trip."""
+    if page.is_placeholder:
+        sources = ", ".join(b.slug for b in page.backlinks) or "nothing"
+        print(
+            f"lore: {page.slug} is a placeholder (no file yet), linked from {sources}.",
+            file=sys.stderr,
+        )
+    if page.alternatives:
+        print(f"lore: the name also matches {', '.join(page.alternatives)}.", file=sys.stderr)
+
+
+class _PlainProgress:
+    """Progress as a line on stderr at most once a second, and when done."""
+
+    def __init__(self, interval: float = 1.0) -> None:
+        self._interval = interval
+        self._next = time.monotonic() + interval
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now >= self._next:
+            print(f"lore: indexed {done} of {total} changed files", file=sys.stderr, flush=True)
+            self._next = now + self._interval
+
+
+@contextmanager
+def _progress(always: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A bar on a terminal; plain lines elsewhere when `always`, else nothing."""
+    if sys.stderr.isatty():
+        with display.progress_bar(transient=not always) as report:
+            yield report
+    else:
+        yield _PlainProgress() if always else None
+
+
+@contextmanager
+def _logging_to_stderr(level: str) -> Iterator[None]:
+    logger = logging.getLogger("lore_mcp")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("lore: %(levelname)s: %(message)s"))
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe, point stdout at /dev/null so exit does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

@@ -21,8 +21,7 @@ import signal
 import socket
 import stat
 import threading
-from collections.abc import Generator, Iterable, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -34,8 +33,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from lore_mcp.config import MAX_CONTENT_BYTES
 from lore_mcp.errors import LoreError
-from lore_mcp.state import MAX_CONTENT_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +249,10 @@ def transport_security(host: str) -> TransportSecuritySettings:
 
 def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
     """Serve `server` over HTTP until SIGINT or SIGTERM, then stop cleanly: open streams
-    get `SHUTDOWN_GRACE_SECONDS`, the server's lifespan closes the vault, and this returns."""
+    get `SHUTDOWN_GRACE_SECONDS`, the server's lifespan closes the vault, and this returns.
+
+    uvicorn runs in a thread of its own, so the signals reach this thread, which asks it
+    to stop (uvicorn takes signals itself only in the main thread, and re-raises them)."""
     sock = _bind(options.host, options.port)
     app = http_app(server, options.token, options.host)
     announce(options.host, int(sock.getsockname()[1]))
@@ -264,7 +266,23 @@ def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
         server_header=False,
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
     )
-    anyio.run(partial(_Uvicorn(config).serve, sockets=[sock]))
+    web = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=anyio.run, args=(partial(web.serve, sockets=[sock]),), name="lore-http"
+    )
+    stop = threading.Event()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in STOP_SIGNALS}
+    try:
+        thread.start()
+        while thread.is_alive() and not stop.wait(0.2):
+            pass
+        web.should_exit = True
+        thread.join()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -286,20 +304,3 @@ def _bind(host: str, port: int) -> socket.socket:
             "using the port? Pick another with --port (0 picks a free one)."
         ) from None
     return sock
-
-
-class _Uvicorn(uvicorn.Server):
-    """uvicorn's server, except that a stop signal only asks for a clean stop: uvicorn
-    re-raises it afterwards (so SIGTERM would kill the process); this returns, exit 0."""
-
-    @contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield  # only the main thread can take signals; its owner stops the server
-            return
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)

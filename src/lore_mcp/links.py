@@ -1,56 +1,60 @@
-"""Wiki links in Markdown: find them, rewrite their targets, find unlinked mentions.
+"""The one link parser: wiki links in Markdown, found once, used for everything.
 
-Pure functions, no I/O. Links are found by an inline rule added to markdown-it, so a
-`[[...]]` in code (inline, fenced or indented) or escaped as `\\[[` is never a link.
-Every inline token carries `map[0]`, the source line it starts on; the rule records each
-link's offset in the token's content, so its line is `map[0]` plus the newlines before it.
-Rewriting finds each link in its source line by counting occurrences of its text.
+Indexing, rewriting, backlinks and unlinked mentions all ask `scan` what a page holds.
+markdown-it-py gives the block structure (which lines are prose, which are code, HTML
+or a fence); the prose is then read straight from the source, so every link carries its
+exact place in the text and a rewrite replaces exactly those characters. Pages with no
+block structure worth parsing (prose, fences at the left margin, no indented code or
+HTML) take a line scan instead of markdown-it; a property test holds the two to each
+other.
 
-Most pages never reach the parser: prose, fences at the left margin and code spans that
-close on their line are read by a plain scan that finds the same links (see `_fast_links`;
-a property test holds the two to each other). markdown-it is imported on first need.
+Pure functions, no I/O.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
-from bisect import bisect_left
-from collections.abc import Callable, Iterator, Mapping
+from bisect import bisect_right
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
-    from markdown_it.rules_core import StateCore
-    from markdown_it.rules_inline import StateInline
-    from markdown_it.token import Token
 
-_LINK = re.compile(r"!?\[\[([^\[\]\n]+)\]\]")
-_EXTENSION = re.compile(r"\.(?=[0-9]*[A-Za-z])[A-Za-z0-9]{1,5}\Z")
-_NEWLINE = re.compile(r"(\r\n?|\n)")  # markdown-it's own line breaks; the group keeps them
-# Scripts written without spaces between words: no word boundary is required next to them.
-_UNSPACED = (  # Thai, Lao, Myanmar, Khmer, kana, CJK ideographs, Hangul
-    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
+_WIKI = re.compile(r"!?\[\[([^\[\]\n\r]+)\]\]")
+_SPECIAL = re.compile(r"[\\`\[!<]")
+_BREAK = re.compile(r"\r\n?|\n")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
+_ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+# Inline HTML, comments and autolinks: their text is never a link or a mention.
+_OPAQUE_TAG = re.compile(
+    r"<!--.*?-->"
+    r"|</?[A-Za-z][A-Za-z0-9-]*(?:\s+[^<>]*)?/?>"
+    r"|<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>"
+    r"|<[^<>\s@]+@[^<>\s]+>",
+    re.DOTALL,
 )
-_WORD = f"[^\\W_{_UNSPACED}]"
+_EXTENSION = re.compile(r"\.(?=[0-9]*[A-Za-z])[A-Za-z0-9]{1,5}\Z")
 _FORBIDDEN_IN_TARGET = frozenset("[]|#^\r\n")
-_BASE = "lore_links_base"  # env key: offset of a nested image-alt parse in the outer source
-_MASK = "lore_links_mask"  # token meta key: (start, end) of code, HTML or an autolink
-_WANTED = "lore_links_wanted"  # env key: which inline tokens to parse
+# Pages without these take the line scan: indented code, HTML blocks, other fences.
+_NEEDS_PARSER = ("\t", "    ", "<", "~~~")
+_FENCE_PREFIX = frozenset(" >*+-0123456789.)")
 
 
 @dataclass(frozen=True, slots=True)
 class Link:
-    """One `[[...]]` or `![[...]]`, in document order."""
+    """One `[[...]]` or `![[...]]`: the target as written (alias and fragment apart),
+    its 1-based line, and where the target stands in the text (`start`, `end`)."""
 
     target: str
     alias: str | None
     fragment: str | None
     embed: bool
     line: int
+    start: int = 0
+    end: int = 0
 
     @property
     def is_same_page(self) -> bool:
@@ -66,16 +70,258 @@ class Link:
 
 
 @dataclass(frozen=True, slots=True)
-class _Parsed:
-    offset: int  # where `raw` starts in the inline token's content
-    raw: str
-    target_span: tuple[int, int]  # the target's place inside `raw`
+class Scan:
+    """What a page holds: its links, in order, and the spans (start, end) of its text
+    that are not prose (code, HTML, links), for mention search."""
+
+    links: list[Link]
+    opaque: list[tuple[int, int]]
+    regions: list[tuple[int, int]]  # the prose, as (start, end) offsets
+
+
+def scan(text: str) -> Scan:
+    """Every link outside code, with its place in `text`."""
+    return _simple_scan(text) or _scan_regions(text, _parsed_regions(text))
+
+
+def extract_links(text: str) -> list[Link]:
+    """Every `[[...]]` and `![[...]]` outside code, in document order."""
+    if "[[" not in text:
+        return []
+    return scan(text).links
+
+
+# -- block structure -------------------------------------------------------------------
+
+
+def _line_starts(text: str) -> list[int]:
+    """Where each line starts; lines end at LF, CRLF or CR, as markdown-it counts them."""
+    return [0] + [m.end() for m in _BREAK.finditer(text)]
+
+
+def _line_end(text: str, at: int, end: int) -> int:
+    """Where the line holding `at` ends (its line break, or `end`)."""
+    found = _BREAK.search(text, at, end)
+    return end if found is None else found.start()
+
+
+@cache
+def _md() -> MarkdownIt:
+    """markdown-it for block structure only; built on first need, shared by threads."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark").enable("table").disable(["inline", "reference"])
+    md.parse("x")  # builds its rule caches before threads share it
+    return md
+
+
+def _parsed_regions(text: str) -> list[tuple[int, int]]:
+    """The prose of `text` by markdown-it: the source lines of each inline token."""
+    starts = _line_starts(text)
+    regions: list[tuple[int, int]] = []
+    for token in _md().parse(text):
+        if token.type == "inline" and token.map:
+            first, last = token.map
+            region = (starts[first], starts[last] if last < len(starts) else len(text))
+            if not regions or regions[-1] != region:  # table cells share their row
+                regions.append(region)
+    return regions
+
+
+class _Undecided(Exception):
+    """A line holds something that may end on a later line: the line scan gives up."""
+
+
+def _simple_scan(text: str) -> Scan | None:
+    """The scan of a page whose block structure is plain: no indented code, HTML, or
+    fences but at the left margin, and nothing on a line (a code span, a Markdown link)
+    that could end on another. None when markdown-it must find the structure."""
+    if any(sign in text for sign in _NEEDS_PARSER):
+        return None
+    regions: list[tuple[int, int]] = []
+    pos = search = 0
+    while (at := text.find("```", search)) >= 0:
+        line_start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+        line_end = _line_end(text, at, len(text))
+        if line_start != at:
+            if _FENCE_PREFIX.issuperset(text[line_start:at]):
+                return None  # a fence in a list or quote, or indented
+            search = line_end  # backticks inside a line: a code span, read as prose
+            continue
+        run = len(text[at:line_end]) - len(text[at:line_end].lstrip("`"))
+        info = text[at + run : line_end]
+        if "`" in info or "|" in info:
+            return None  # a code span at the start of a line, or maybe a table row
+        regions.append((pos, at))
+        pos = search = _fence_end(text, run, line_end)
+        if pos < 0:
+            return None
+    regions.append((pos, len(text)))
+    try:
+        return _scan_regions(text, regions, strict=True)
+    except _Undecided:
+        return None
+
+
+def _fence_end(text: str, run: int, pos: int) -> int:
+    """Where the text after the fence opened by `run` backticks (its content starting
+    after `pos`) goes on: after the closing line (up to three spaces, at least `run`
+    backticks, then only spaces); -1 when it never closes."""
+    while (at := text.find("`" * run, pos)) >= 0:
+        line_start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+        line_end = _line_end(text, at, len(text))
+        tail = text[at:line_end].rstrip(" ")
+        if at - line_start <= 3 and not text[line_start:at].strip(" ") and not tail.strip("`"):
+            return line_end
+        pos = line_end
+    return -1
+
+
+# -- the prose -------------------------------------------------------------------------
+
+
+def _scan_regions(text: str, regions: list[tuple[int, int]], strict: bool = False) -> Scan:
+    links: list[Link] = []
+    opaque: list[tuple[int, int]] = []
+    starts: list[int] = []
+    for start, end in regions:
+        for found, parts in _scan_prose(text, start, end, opaque, strict):
+            starts = starts or _line_starts(text)
+            links.append(_link(found, parts, bisect_right(starts, found.start())))
+    return Scan(links, opaque, regions)
+
+
+def _scan_prose(
+    text: str, start: int, end: int, opaque: list[tuple[int, int]], strict: bool
+) -> Iterator[tuple[re.Match[str], _Parts]]:
+    """The wiki links in text[start:end], left to right as markdown-it reads inline
+    text: escapes, code spans, HTML and Markdown link destinations hide what they hold.
+    `strict`: nothing may reach past the end of its line; where the answer depends on
+    a later line, raise `_Undecided`."""
+    pos = start
+    skip_at, skip_to = -1, -1  # a Markdown link destination ahead
+    while (special := _SPECIAL.search(text, pos, end)) is not None:
+        at = special.start()
+        if at == skip_at:
+            pos = skip_to
+            continue
+        char = text[at]
+        if char == "\\":
+            pos = at + 2 if at + 1 < end and text[at + 1] in _ESCAPABLE else at + 1
+        elif char == "`":
+            close = _code_span_end(text, at, _line_end(text, at, end) if strict else end, strict)
+            if close < 0:
+                pos = _run_end(text, at, end)
+            else:
+                opaque.append((at, close))
+                pos = close
+        elif char == "<":
+            tag = _OPAQUE_TAG.match(text, at, end)
+            if tag is not None:
+                opaque.append((at, tag.end()))
+            pos = tag.end() if tag is not None else at + 1
+        else:
+            wiki = _WIKI.match(text, at, end)
+            parts = _parse(wiki) if wiki is not None else None
+            if wiki is not None and parts is not None:
+                opaque.append((at, wiki.end()))
+                yield wiki, parts
+                pos = wiki.end()
+                continue
+            limit = _line_end(text, at, end) if strict else end
+            if char == "[" and skip_at < at and (dest := _destination(text, at, limit, strict)):
+                skip_at, skip_to = dest
+            pos = at + 1
+
+
+def _run_end(text: str, at: int, end: int) -> int:
+    """Where the run of backticks starting at `at` ends."""
+    while at < end and text[at] == "`":
+        at += 1
+    return at
+
+
+def _code_span_end(text: str, at: int, end: int, strict: bool) -> int:
+    """The end of the code span whose backticks open at `at`: after the next run of as
+    many backticks (exactly); -1 when none closes it before `end`."""
+    run = _run_end(text, at, end)
+    length, pos = run - at, run
+    while (close := text.find("`", pos, end)) >= 0:
+        pos = _run_end(text, close, end)
+        if pos - close == length:
+            return pos
+    if strict:
+        raise _Undecided
+    return -1
+
+
+def _destination(text: str, at: int, end: int, strict: bool) -> tuple[int, int] | None:
+    """For a `[` that opens a Markdown link `[label](destination)`: where the part
+    after the label starts and ends; None when it is not one."""
+    depth, pos = 0, at
+    while pos < end:
+        char = text[pos]
+        if char == "\\":
+            pos += 2
+            continue
+        if char == "`":
+            close = _code_span_end(text, pos, end, strict)
+            if close > 0:
+                pos = close
+                continue
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            if depth == 0:
+                break
+        pos += 1
+    if depth:
+        if strict:
+            raise _Undecided
+        return None
+    if pos + 1 >= end or text[pos + 1] != "(":
+        return None
+    close = _closing_paren(text, pos + 2, end)
+    if close < 0 and strict:
+        raise _Undecided
+    return None if close < 0 else (pos + 1, close)
+
+
+def _closing_paren(text: str, pos: int, end: int) -> int:
+    """After the `)` that closes a link destination opened just before `pos`; -1 if it
+    does not close before `end` or a blank line."""
+    depth = 0
+    while pos < end:
+        char = text[pos]
+        if char == "\\":
+            pos += 2
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            if depth == 0:
+                return pos + 1
+            depth -= 1
+        elif char == "\n" and text[pos + 1 : pos + 2] in ("\n", "\r", ""):
+            return -1  # a blank line ends the paragraph
+        pos += 1
+    return -1
+
+
+# -- one link --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Parts:
     target: str
     alias: str | None
     fragment: str | None
+    target_start: int  # offset of the target within the match
 
 
-def _parse(raw: str, offset: int) -> _Parsed | None:
+def _parse(match: re.Match[str]) -> _Parts | None:
+    raw = match.group()
     prefix = 3 if raw.startswith("!") else 2
     body = raw[prefix:-2]
     head, pipe, alias = body.partition("|")
@@ -87,295 +333,18 @@ def _parse(raw: str, offset: int) -> _Parsed | None:
     fragment = rest.strip() or None
     if not target and fragment is None:
         return None
-    start = prefix + len(head) - len(head.lstrip())
-    span = (start, start + len(target))
-    return _Parsed(offset, raw, span, target, alias.strip() or None, fragment)
+    return _Parts(target, alias.strip() or None, fragment, prefix + len(head) - len(head.lstrip()))
 
 
-def _base(state: StateInline) -> int:
-    base: int = state.env.get(_BASE, 0)
-    return base
+def _link(match: re.Match[str], parts: _Parts, line: int) -> Link:
+    start = match.start() + parts.target_start
+    embed = match.group().startswith("!")
+    return Link(
+        parts.target, parts.alias, parts.fragment, embed, line, start, start + len(parts.target)
+    )
 
 
-def _wikilink_rule(state: StateInline, silent: bool) -> bool:
-    if state.src[state.pos] not in "[!":
-        return False
-    match = _LINK.match(state.src, state.pos, state.posMax)
-    parsed = _parse(match.group(), _base(state) + state.pos) if match else None
-    if match is None or parsed is None:
-        return False
-    if not silent:
-        state.push("wikilink", "", 0).meta["wikilink"] = parsed
-    state.pos = match.end()
-    return True
-
-
-def _image_rule(state: StateInline, silent: bool) -> bool:
-    from markdown_it.rules_inline import image
-
-    # markdown-it parses image alt text as a separate source: remember where it starts.
-    outer = _base(state)
-    state.env[_BASE] = outer + state.pos + 2
-    try:
-        return image(state, silent)
-    finally:
-        state.env[_BASE] = outer
-
-
-def _opaque_rule(state: StateInline, silent: bool) -> bool:
-    """Code spans, autolinks and inline HTML, marked so that mentions skip them."""
-    from markdown_it.rules_inline import autolink, backtick, html_inline
-
-    char, start, count = state.src[state.pos], state.pos, len(state.tokens)
-    if char == "`":
-        found = backtick(state, silent)
-    else:
-        found = char == "<" and (autolink(state, silent) or html_inline(state, silent))
-    if found and not silent and len(state.tokens) > count:
-        state.tokens[-1].meta[_MASK] = (_base(state) + start, _base(state) + state.pos)
-    return found
-
-
-def _inline_rule(state: StateCore) -> None:
-    # Parses only the inline tokens that can hold what the caller is looking for.
-    wanted: Callable[[str], bool] = state.env[_WANTED]
-    for token in state.tokens:
-        if token.type == "inline" and wanted(token.content):
-            token.children = []
-            state.md.inline.parse(token.content, state.md, state.env, token.children)
-
-
-@cache
-def _md() -> MarkdownIt:
-    """The parser, built on first use: most pages never need it (see `_fast_links`), and
-    a process that never does skips importing markdown-it. Never changed once built, so
-    threads share it."""
-    from markdown_it import MarkdownIt
-
-    class _Parser(MarkdownIt):
-        """Only tokens are needed, never HTML, so link URLs are taken as written."""
-
-        def normalizeLink(self, url: str) -> str:
-            return url
-
-        def validateLink(self, url: str) -> bool:
-            return True
-
-    md = _Parser("commonmark").enable("table")
-    md.disable(["lheading", "reference"])
-    # Emphasis and entities never hide or form links: skip their work.
-    md.disable(["emphasis", "entity", "balance_pairs", "fragments_join", "text_join"])
-    md.disable(["autolink", "html_inline"])  # done by `_opaque_rule`
-    md.core.ruler.at("inline", _inline_rule)
-    md.inline.ruler.before("link", "wikilink", _wikilink_rule)
-    md.inline.ruler.at("image", _image_rule)
-    md.inline.ruler.at("backticks", _opaque_rule)
-    md.parse("[[x]]", {_WANTED: _has_link})  # builds the rule caches before threads share md
-    return md
-
-
-def _has_link(text: str) -> bool:
-    return "[[" in text
-
-
-def _descendants(tokens: list[Token]) -> Iterator[Token]:
-    for token in tokens:
-        yield token
-        if token.children:  # image alt text
-            yield from _descendants(token.children)
-
-
-@dataclass(slots=True)
-class _Block:
-    """One inline token: its content, the 0-based source line it starts on, its links."""
-
-    token: Token
-    first: int
-    in_table: bool
-    links: list[_Parsed]
-    breaks: list[int] | None = None  # offsets of the newlines in the content, when needed
-
-    def line(self, offset: int) -> int:
-        """The 0-based source line of an offset in the content."""
-        if self.breaks is None:
-            self.breaks = [m.start() for m in re.finditer("\n", self.token.content)]
-        return self.first + bisect_left(self.breaks, offset)
-
-
-def _blocks(markdown: str, wanted: Callable[[str], bool] = _has_link) -> Iterator[_Block]:
-    """Every inline token; only those whose content is `wanted` are parsed for links."""
-    tokens = _md().parse(markdown, {_WANTED: wanted})
-    source: list[str] = []  # the source lines, split only if a block needs them
-    for opener, token in itertools.pairwise(tokens):
-        if token.type == "inline" and token.map:
-            first = token.map[0]
-            if token.content.count("\n") + 1 < token.map[1] - first:  # lines were trimmed
-                source = source or _NEWLINE.split(markdown.replace("\0", "\ufffd"))[::2]
-                first = _first_line(token, source)
-            children = _descendants(token.children or [])
-            found = [t.meta["wikilink"] for t in children if "wikilink" in t.meta]
-            yield _Block(token, first, opener.type in ("th_open", "td_open"), found)
-
-
-def _first_line(token: Token, source: list[str]) -> int:
-    """The 0-based source line of the content's first line.
-
-    markdown-it trims whitespace such as NBSP or U+3000 around a paragraph's text, which can
-    drop whole lines before it: the first line is then the first that holds the text.
-    """
-    assert token.map is not None
-    start, end = token.map
-    head = token.content.partition("\n")[0]
-    return next((n for n in range(start, end) if head in source[n]), start)
-
-
-# -- the fast path -------------------------------------------------------------------------
-#
-# Most pages are prose, fenced code at the left margin and code spans that close on the line
-# they open. markdown-it finds the same links there as a left-to-right scan of each line, so
-# such pages skip the parser. Anything else that can make `[[x]]` text rather than a link, or
-# that the scan would have to reason about, sends the page to the parser: HTML and autolinks
-# (`<`), escapes (`\\`), indented code (a tab or four spaces, also after a list marker or
-# `>`), link destinations (`](`), tables, fences inside containers or after indentation, and
-# code spans that do not close on their line.
-
-_TABLE_DELIMITER = re.compile(r"\|[ ]*:?-|-:?[ ]*\|")
-_LINK_AT = re.compile(r"\[\[[^\[\]\n]+\]\]")
-_FENCE_PREFIX = frozenset(" >*+-0123456789.)")  # what may stand before a fence in a container
-
-
-def _fast_links(markdown: str) -> list[Link] | None:
-    """The links of a page the scan can read exactly as markdown-it does; None otherwise."""
-    text = markdown.replace("\0", "\ufffd") if "\0" in markdown else markdown
-    if "\r" in text:
-        text = _NEWLINE.sub("\n", text)  # as markdown-it sees it
-    found: list[Link] = []
-    pos, line = 0, 1
-    while pos < len(text):
-        fence = _next_fence(text, pos)
-        if fence is None:
-            return None
-        start, end = fence
-        if not _prose_links(text, pos, start, line, found):
-            return None
-        line += text.count("\n", pos, end)
-        pos = end
-    return found
-
-
-def _next_fence(text: str, pos: int) -> tuple[int, int] | None:
-    """(start, end) of the next fenced block at the left margin from `pos`, fence lines
-    included; (len, len) when there is none; None when a fence the scan cannot place
-    (indented, in a container, or an info string that makes it something else) comes first."""
-    search = pos
-    while True:
-        found = [i for i in (text.find("```", search), text.find("~~~", search)) if i >= 0]
-        if not found:
-            return len(text), len(text)
-        at = min(found)
-        line_start = text.rfind("\n", pos, at) + 1 or pos
-        if line_start != at:
-            if _FENCE_PREFIX.issuperset(text[line_start:at]) or text[at] == "~":
-                return None  # a fence in a list or quote, or indented; or `~~~` in prose
-            search = text.find("\n", at)  # three backticks inside a line: a code span
-            if search < 0:
-                return len(text), len(text)
-            continue
-        line_end = text.find("\n", at)
-        line_end = len(text) if line_end < 0 else line_end
-        marker, opening = text[at], text[at:line_end]
-        info = opening.lstrip(marker)
-        run = len(opening) - len(info)
-        if (marker == "`" and "`" in info) or "|" in info:
-            return None  # inline code at the start of a line, or maybe a table's header row
-        return at, _fence_end(text, marker * run, line_end + 1)
-
-
-def _fence_end(text: str, markers: str, pos: int) -> int:
-    """Where the fence whose content starts at `pos` ends: after its closing line (up to
-    three spaces, at least as many markers, then only spaces and tabs), or the text's end."""
-    while pos < len(text):
-        at = text.find(markers, pos)
-        if at < 0:
-            break
-        line_start = text.rfind("\n", 0, at) + 1
-        line_end = text.find("\n", at)
-        line_end = len(text) if line_end < 0 else line_end
-        indent = text[line_start:at]  # the content starts on a line: never before `pos`
-        tail = text[at:line_end].rstrip(" \t")
-        if len(indent) <= 3 and not indent.strip(" ") and tail == markers[0] * len(tail):
-            return min(line_end + 1, len(text))
-        pos = line_end + 1
-    return len(text)
-
-
-def _prose_links(text: str, start: int, end: int, line: int, found: list[Link]) -> bool:
-    """Add the links of the prose in `text[start:end]` (starting on `line`) to `found`;
-    False when it holds something only the parser can read."""
-    chunk = text[start:end]  # checked even without links: it decides where fences are
-    for sign in ("<", "\\", "\t", "](", "    ", "~~~"):
-        if sign in chunk:
-            return False
-    if "|" in chunk and _TABLE_DELIMITER.search(chunk):
-        return False
-    pos, counted, link, code = start, start, -1, -1
-    while True:
-        if link < pos:
-            link = text.find("[[", pos, end)
-            link = end if link < 0 else link
-        if code < pos:
-            code = text.find("`", pos, end)
-            code = end if code < 0 else code
-        if code < link:
-            pos = _code_span_end(text, code, end)
-            if pos < 0:
-                return False
-            continue
-        if link == end:
-            return True
-        match = _LINK_AT.match(text, link, end)
-        embed = link > pos and text[link - 1] == "!"
-        raw = ("!" if embed else "") + match.group() if match else ""
-        parsed = _parse(raw, link) if match else None
-        if match is None or parsed is None:  # markdown-it moves on by one character
-            pos = link + 1
-            continue
-        line += text.count("\n", counted, link)
-        counted = link
-        found.append(Link(parsed.target, parsed.alias, parsed.fragment, embed, line))
-        pos = match.end()
-
-
-def _code_span_end(text: str, at: int, end: int) -> int:
-    """The end of the code span opening at `at`, if it closes on the same line; else -1
-    (it may close on a later line of the paragraph, or never: the parser decides)."""
-    run = at
-    while run < end and text[run] == "`":
-        run += 1
-    length, line_end = run - at, text.find("\n", run, end)
-    line_end = end if line_end < 0 else line_end
-    pos = run
-    while (close := text.find("`", pos, line_end)) >= 0:
-        pos = close
-        while pos < line_end and text[pos] == "`":
-            pos += 1
-        if pos - close == length:
-            return pos
-    return -1
-
-
-def extract_links(markdown: str) -> list[Link]:
-    """Every `[[...]]` and `![[...]]` outside code, in document order."""
-    if "[[" not in markdown:
-        return []
-    fast = _fast_links(markdown)
-    if fast is not None:
-        return fast
-    return [
-        Link(p.target, p.alias, p.fragment, p.raw.startswith("!"), block.line(p.offset) + 1)
-        for block in _blocks(markdown)
-        for p in block.links
-    ]
+# -- rewriting -------------------------------------------------------------------------
 
 
 def is_valid_target(target: str) -> bool:
@@ -383,51 +352,37 @@ def is_valid_target(target: str) -> bool:
     return bool(target.strip()) and not _FORBIDDEN_IN_TARGET.intersection(target)
 
 
-def rewrite_links(markdown: str, new_targets: Mapping[int, str]) -> str:
+def rewrite_links(text: str, new_targets: Mapping[int, str]) -> str:
     """Replace the targets of the links numbered as in `extract_links`; nothing else changes."""
     for new in new_targets.values():
         if not is_valid_target(new):
             raise ValueError(f"not a valid link target: {new!r}")
-    if not new_targets:
-        return markdown
-    parts = _NEWLINE.split(markdown)  # line i is parts[2 * i]
-    edits: dict[int, list[tuple[int, int, str]]] = {}
-    seen: dict[int, str] = {}  # line -> inline text of earlier table cells on that line
-    index = 0
-    for block in _blocks(markdown):
-        for p in block.links:
-            if index in new_targets:
-                line = block.line(p.offset)
-                at = _find_in_line(block, p, parts[2 * line], seen.get(line, ""))
-                edit = (at + p.target_span[0], at + p.target_span[1], new_targets[index])
-                edits.setdefault(line, []).append(edit)
-            index += 1
-        if block.in_table:
-            seen[block.first] = seen.get(block.first, "") + block.token.content + "\n"
-    if any(not 0 <= i < index for i in new_targets):
-        raise IndexError(f"link index out of range: the page has {index} links")
-    for line, changes in edits.items():
-        for start, end, new_target in sorted(changes, reverse=True):
-            parts[2 * line] = parts[2 * line][:start] + new_target + parts[2 * line][end:]
-    return "".join(parts)
+    found = extract_links(text)
+    if any(not 0 <= i < len(found) for i in new_targets):
+        raise IndexError(f"link index out of range: the page has {len(found)} links")
+    return replace_spans(
+        text, {(found[i].start, found[i].end): new for i, new in new_targets.items()}
+    )
 
 
-def _find_in_line(block: _Block, p: _Parsed, source_line: str, earlier: str) -> int:
-    """Where a link starts in its source line.
+def replace_spans(text: str, changes: Mapping[tuple[int, int], str]) -> str:
+    """`text` with each (start, end) span replaced; the spans must not overlap."""
+    pieces: list[str] = []
+    done = 0
+    for (start, end), new in sorted(changes.items()):
+        pieces += [text[done:start], new]
+        done = end
+    return "".join([*pieces, text[done:]])
 
-    Inline content is not byte-identical to the source (indentation and table cell padding go,
-    `\\|` in a table loses its `\\`), but the k-th occurrence of the link's text in what
-    markdown-it saw of the line (`earlier` cells, then this content) is the k-th in the line.
-    """
-    content = block.token.content
-    before = earlier + content[content.rfind("\n", 0, p.offset) + 1 : p.offset]
-    raw = p.raw.replace("|", "\\|") if block.in_table else p.raw
-    text, pos = source_line.replace("\0", "\ufffd"), -len(raw)  # NUL: as markdown-it sees it
-    for _ in range(before.count(p.raw) + 1):
-        pos = text.find(raw, pos + len(raw))
-    if pos < 0:
-        raise RuntimeError(f"link {p.raw!r} not found in its source line {source_line!r}")
-    return pos
+
+# -- mentions --------------------------------------------------------------------------
+
+# Scripts written without spaces between words: no word boundary is required next to them.
+_UNSPACED = (  # Thai, Lao, Myanmar, Khmer, kana, CJK ideographs, Hangul
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
+)
+_WORD = f"[^\\W_{_UNSPACED}]"
 
 
 def _mention_pattern(phrase: str) -> re.Pattern[str] | None:
@@ -440,36 +395,35 @@ def _mention_pattern(phrase: str) -> re.Pattern[str] | None:
     return re.compile(left + body + right, re.IGNORECASE)
 
 
-def _masked(token: Token) -> str:
-    """The token's content with code, HTML, autolinks and wiki links blanked out."""
-    text, pieces, done = token.content, [], 0
-    for child in _descendants(token.children or []):
-        parsed: _Parsed | None = child.meta.get("wikilink")
-        span = (parsed.offset, parsed.offset + len(parsed.raw)) if parsed else child.meta.get(_MASK)
-        if span:
-            pieces += [text[done : span[0]], re.sub(r"[^\n]", " ", text[span[0] : span[1]])]
-            done = span[1]
-    return "".join([*pieces, text[done:]])
-
-
-def find_mentions(markdown: str, phrase: str) -> list[tuple[int, str]]:
+def find_mentions(text: str, phrase: str) -> list[tuple[int, str]]:
     """Lines where `phrase` appears as words in prose (not in code or links), in order."""
     pattern = _mention_pattern(phrase)
-    if pattern is None or not pattern.search(markdown):
+    if pattern is None or not pattern.search(text):
         return []
+    page = _scan_regions(text, _parsed_regions(text))
+    starts = _line_starts(text)
+    masked = list(text)
+    for start, end in page.opaque:
+        masked[start:end] = re.sub(r"[^\r\n]", " ", text[start:end])
+    prose = "".join(masked)
     found: set[int] = set()
-    for block in _blocks(markdown, lambda text: pattern.search(text) is not None):
-        found.update(block.line(m.start()) for m in pattern.finditer(_masked(block.token)))
-    text_lines = _NEWLINE.split(markdown)[::2]
-    return [(n + 1, text_lines[n]) for n in sorted(found)]
+    for start, end in page.regions:
+        found.update(bisect_right(starts, m.start()) for m in pattern.finditer(prose, start, end))
+    lines = source_lines(text)
+    return [(n, lines[n - 1]) for n in sorted(found)]
 
 
-def source_lines(markdown: str) -> list[str]:
+def source_lines(text: str) -> list[str]:
     """The lines as links count them: split at LF, CRLF and CR only."""
-    return _NEWLINE.split(markdown)[::2] if "\r" in markdown else markdown.split("\n")
+    return _BREAK.split(text)
 
 
-def line_text(markdown: str, line: int) -> str:
+def line_text(text: str, line: int) -> str:
     """The 1-based line's text without its line break; `""` when out of range."""
-    lines = _NEWLINE.split(markdown)[::2]
+    lines = source_lines(text)
     return lines[line - 1] if 1 <= line <= len(lines) else ""
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines with their line breaks (LF, CRLF or CR, as links count lines)."""
+    return _LINE.findall(text)

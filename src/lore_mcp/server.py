@@ -1,31 +1,43 @@
-"""The nine MCP tools, a thin layer over `vault_ops`.
+"""The nine MCP tools, a thin layer over the engine (`lore_mcp.vault`).
 
-Each tool validates its arguments (the schema does most of it), runs one vault operation
-(a read on the event loop when the vault is free, anything else in a worker thread; see
-`_read`), and returns the operation's model twice: as structured content (the tool's
-output schema) and as a few readable lines for the model (see `render`). `_call` is the
-one place where a `LoreError` becomes an `isError` result.
+Each tool is a typed function: its docstring and type hints are its schema. It runs one
+vault operation in a worker thread and returns the result twice: as structured content
+(the tool's output schema) and as a few readable lines for the model (see `render`).
+`_call` is the one place where a `LoreError` becomes an `isError` result.
 
-`build_server(state)` takes a vault opened with `vault_ops.open_vault(root, scan=False)`
-and owns it from then on: its lifespan indexes the vault in a background thread (so
-`initialize` is answered at once), starts the watcher, and closes the state at exit.
+`build_server(vault)` takes a vault opened with `vault.open_vault(root, scan=False)` and
+owns it from then on: its lifespan indexes the vault in a background thread (so
+`initialize` is answered at once), starts the watcher, and closes the vault at exit.
 """
 
+from __future__ import annotations
+
 import logging
+import os
+import signal
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
 
 import anyio
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
-from lore_mcp import __version__, budget, render, vault_ops
+from lore_mcp import __version__, budget, render
+from lore_mcp import vault as engine
+from lore_mcp.config import (
+    DEFAULT_MAX_RESULT_CHARS,
+    MAX_CONTENT_BYTES,
+    MAX_NAME_CHARS,
+    MAX_QUERY_CHARS,
+    MIN_RESULT_CHARS,
+)
 from lore_mcp.errors import (
     InvalidArgumentError,
     InvalidNameError,
@@ -45,15 +57,12 @@ from lore_mcp.models import (
     SearchResults,
     TitleMatches,
 )
-from lore_mcp.slugs import MAX_NAME_CHARS
-from lore_mcp.state import MAX_CONTENT_BYTES, AppState
+from lore_mcp.vault import Vault
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-P = ParamSpec("P")
 R = TypeVar("R", bound=Budgeted)
-Ctx = Context[AppState, Any]
 
 INTERNAL_ERROR = "Internal error; the server logged the details and is still running."
 PAGE_TEMPLATE = "lore://page/{+slug}"
@@ -73,6 +82,17 @@ GUIDE = (
     "fill later. rename_page moves a page and fixes every link to it; delete_page moves "
     "the file to .lore/trash/. list_pages browses by folder."
 )
+
+
+@dataclass
+class Served:
+    """What every tool call can reach: the vault and the result size limit."""
+
+    vault: Vault
+    max_result_chars: int
+
+
+Ctx = Context[Served, Any]
 
 Name = Annotated[
     str,
@@ -100,8 +120,7 @@ Content = Annotated[
     ),
 ]
 Folder = Annotated[
-    str,
-    Field(max_length=MAX_NAME_CHARS, description="Only pages under this folder; empty for all"),
+    str, Field(max_length=MAX_NAME_CHARS, description="Only pages under this folder; empty for all")
 ]
 Centre = Annotated[
     str | None,
@@ -117,7 +136,7 @@ LineOffset = Annotated[
         "size limit gives the offset that reads on (next_offset)",
     ),
 ]
-Query = Annotated[str, Field(min_length=1, max_length=vault_ops.MAX_QUERY_CHARS)]
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
 
 
 def _limit(what: str) -> Any:
@@ -127,28 +146,13 @@ def _limit(what: str) -> Any:
 # -- the boundary -------------------------------------------------------------------------
 
 
-async def _read(
-    ctx: Ctx, read: Callable[Concatenate[AppState, P], T], *args: P.args, **kwargs: P.kwargs
-) -> T:
-    """Run a read of the vault, on the event loop when it can start at once (which is
-    nearly always): the hop to a worker thread and back costs more than most reads do,
-    about 0.3 ms of a 3 ms read_page over stdio. Otherwise it waits in a thread, as
-    writes always do: they fsync, and may wait for another process's write lock."""
-    state = _state(ctx)
-    return await _call(lambda: read(state, *args, **kwargs), read_from=state)
-
-
-async def _call(operation: Callable[[], T], read_from: AppState | None = None) -> T:
-    """Run a vault operation in a worker thread (see `_read` for `read_from`); failures
-    become isError results."""
-    # A cancelled call (or stdin closing) lets go of the thread at once instead of waiting
-    # for the first index pass; the operation itself still finishes under the state's lock.
+async def _call(ctx: Ctx, operation: Callable[[Vault], T]) -> T:
+    """Run a vault operation in a worker thread; its failures become isError results.
+    A cancelled call lets go of the thread at once (the operation still finishes,
+    under the vault's lock)."""
+    vault = ctx.request_context.lifespan_context.vault
     try:
-        if read_from is not None:
-            with vault_ops.reads_at_once(read_from) as at_once:
-                if at_once:
-                    return operation()
-        return await anyio.to_thread.run_sync(operation, abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(operation, vault, abandon_on_cancel=True)
     except LoreError as exc:
         raise ToolError(str(exc)) from exc
     except Exception as exc:
@@ -156,18 +160,11 @@ async def _call(operation: Callable[[], T], read_from: AppState | None = None) -
         raise ToolError(INTERNAL_ERROR) from exc
 
 
-def _state(ctx: Ctx) -> AppState:
-    return ctx.request_context.lifespan_context
-
-
 def _result(ctx: Ctx, model: R, draw: Callable[[R], str]) -> CallToolResult:
     """Readable text for the model, the model's fields as structured content; both
-    within the vault's result size limit (an oversized result is shrunk by `budget`)."""
-
-    def text(result: R) -> str:
-        return render.noted(draw(result), result)
-
-    fitted, drawn = budget.fit(model, text, _state(ctx).max_result_chars)
+    within the result size limit (an oversized result is shrunk by `budget`)."""
+    limit = ctx.request_context.lifespan_context.max_result_chars
+    fitted, drawn = budget.fit(model, lambda result: render.noted(draw(result), result), limit)
     return CallToolResult(
         content=[TextContent(type="text", text=drawn)],
         structured_content=fitted.model_dump(mode="json"),
@@ -187,7 +184,7 @@ async def read_page(
     plus who links to it. An unknown name fails with the closest slugs; an ambiguous one
     is resolved like a link and the other candidates are listed. A page too long for one
     result is cut at a heading or line break; call again with the offset it gives."""
-    view = await _read(ctx, vault_ops.read_page, slug, offset)
+    view = await _call(ctx, lambda v: engine.read_page(v, slug, offset))
     return _result(ctx, view, render.page)
 
 
@@ -200,7 +197,7 @@ async def save_page(
     Links, search index and graph are updated in the same call, so later calls see the
     new state. Overwriting needs a name that matches one page only. To edit, read the
     page first and send the full new content."""
-    saved = await _call(lambda: vault_ops.save_page(_state(ctx), slug, content, door="mcp"))
+    saved = await _call(ctx, lambda v: engine.save_page(v, slug, content, door="mcp"))
     return _result(ctx, saved, render.saved)
 
 
@@ -208,7 +205,7 @@ async def delete_page(slug: Name, ctx: Ctx) -> Annotated[CallToolResult, DeleteR
     """Delete a page. The file is moved to .lore/trash/ in the vault (recoverable by
     hand). If other pages still link to it, it stays on as a placeholder. The name must
     match one page only."""
-    deleted = await _call(lambda: vault_ops.delete_page(_state(ctx), slug, door="mcp"))
+    deleted = await _call(ctx, lambda v: engine.delete_page(v, slug, door="mcp"))
     return _result(ctx, deleted, render.deleted)
 
 
@@ -218,7 +215,7 @@ async def rename_page(
     """Rename or move a page and rewrite every [[link]] that pointed at it, in every
     page (aliases, headings and embeds are kept). Nothing is lost. The name must match
     one page only, and the new name must be free."""
-    renamed = await _call(lambda: vault_ops.rename_page(_state(ctx), slug, new_name, door="mcp"))
+    renamed = await _call(ctx, lambda v: engine.rename_page(v, slug, new_name, door="mcp"))
     return _result(ctx, renamed, render.renamed)
 
 
@@ -233,7 +230,9 @@ async def list_pages(
 ) -> Annotated[CallToolResult, PageList]:
     """List pages sorted by slug, with how many links go out and come in. Page through
     long listings with offset (the result says the next offset)."""
-    listing = await _read(ctx, vault_ops.list_pages, folder, include_placeholders, offset, limit)
+    listing = await _call(
+        ctx, lambda v: engine.list_pages(v, folder, include_placeholders, offset, limit)
+    )
     return _result(ctx, listing, render.listing)
 
 
@@ -245,7 +244,7 @@ async def search(
     """Full-text search over every page, best match first (title matches weigh more),
     the last word matched as a prefix, each hit with a snippet. Works for any script,
     CJK included."""
-    results = await _read(ctx, vault_ops.search, query, limit)
+    results = await _call(ctx, lambda v: engine.search(v, query, limit))
     return _result(ctx, results, render.hits)
 
 
@@ -256,7 +255,7 @@ async def search_titles(
 ) -> Annotated[CallToolResult, TitleMatches]:
     """Find pages by title or slug: exact matches first, then prefixes, substrings and
     close spellings. Use it to learn what a page is called; placeholders are flagged."""
-    matches = await _read(ctx, vault_ops.search_titles, query, limit)
+    matches = await _call(ctx, lambda v: engine.search_titles(v, query, limit))
     return _result(ctx, matches, render.title_matches)
 
 
@@ -269,19 +268,17 @@ async def get_backlinks(
 ) -> Annotated[CallToolResult, Backlinks]:
     """The lines in other pages that link to this page, with line numbers; optionally
     also plain-text mentions of its title that are not links yet."""
-    backlinks = await _read(ctx, vault_ops.get_backlinks, slug, include_unlinked)
+    backlinks = await _call(ctx, lambda v: engine.get_backlinks(v, slug, include_unlinked))
     return _result(ctx, backlinks, render.backlinks)
 
 
 async def get_graph(
-    ctx: Ctx,
-    slug: Centre = None,
-    depth: Depth = 1,
+    ctx: Ctx, slug: Centre = None, depth: Depth = 1
 ) -> Annotated[CallToolResult, GraphResult]:
     """The link graph. With a slug: the pages within `depth` links of it (either
     direction) and the links between them. Without: the vault's shape - counts, orphan
     pages, the most linked pages and unresolved link targets."""
-    graph = await _read(ctx, vault_ops.get_graph, slug, depth)
+    graph = await _call(ctx, lambda v: engine.get_graph(v, slug, depth))
     return _result(ctx, graph, render.graph)
 
 
@@ -313,80 +310,56 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
 # -- the server and its lifespan ----------------------------------------------------------
 
 
-def _tool(fn: Callable[..., Any], hints: ToolAnnotations) -> Tool:
-    """The tool for `fn`, its output schema written out in full (see `inline_refs`)."""
-    tool = Tool.from_function(fn, title=hints.title, annotations=hints)
-    schema = tool.fn_metadata.output_schema
-    if schema is not None:
-        tool.fn_metadata.output_schema = inline_refs(schema)
-    return tool
+class LoreServer(MCPServer[Served]):
+    """MCPServer, with arguments that fail validation answered in plain sentences."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Served, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(_plainly(name, exc.__cause__)) from exc.__cause__
+            raise
 
 
-def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema with every `{"$ref": "#/$defs/X"}` replaced by X itself, and no `$defs`.
-
-    Clients validate every structured result against the output schema; resolving a
-    reference per list item is most of that work (jsonschema spends about a third less
-    time on a read_page result without them). The models are not recursive; a schema
-    that is comes back unchanged."""
-    definitions: dict[str, Any] = schema.get("$defs", {})
-
-    def expand(node: Any, seen: tuple[str, ...]) -> Any:
-        if isinstance(node, list):
-            return [expand(item, seen) for item in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            name = ref.removeprefix("#/$defs/")
-            if name in seen or name not in definitions:
-                raise _Recursive
-            siblings = {k: v for k, v in node.items() if k != "$ref"}
-            return {**expand(definitions[name], (*seen, name)), **siblings}
-        return {k: expand(v, seen) for k, v in node.items() if k != "$defs"}
-
-    try:
-        flat: dict[str, Any] = expand(schema, ())
-    except _Recursive:
-        return schema
-    return flat
-
-
-class _Recursive(Exception):
-    """A `$ref` that cannot be written out in full."""
+def _plainly(tool: str, error: ValidationError) -> str:
+    """What was wrong with the arguments, and what to send instead."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "the arguments"
+        problems.append(f"{where}: {item['msg'].rstrip('.')}")
+    return (
+        f"{tool} was called with arguments it cannot take ({'; '.join(problems)}). "
+        "Check the tool's input schema and call it again."
+    )
 
 
 def build_server(
-    state: AppState,
-    *,
-    watch: bool = False,
-    max_result_chars: int = budget.DEFAULT_MAX_RESULT_CHARS,
-    after_index: Callable[[], object] | None = None,
-) -> MCPServer[AppState]:
-    """An MCP server over `state`, which it owns from now on: while it serves, the vault
-    is indexed in the background and, with `watch`, watched; at exit the state is closed.
-    `after_index` is called in the indexing thread once the vault is indexed (at once if
-    it already was; not at all if the server stops first).
+    vault: Vault, *, watch: bool = False, max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
+) -> MCPServer[Served]:
+    """An MCP server over `vault`, which it owns from now on: while it serves, the vault
+    is indexed in the background and, with `watch`, watched; at exit it is closed.
 
-    Tool results keep to `max_result_chars` characters. A state opened read-only gets
+    Tool results keep to `max_result_chars` characters. A vault opened read-only gets
     no write tools at all. Pages are also resources, `lore://page/{slug}`."""
-    if max_result_chars < budget.MIN_RESULT_CHARS:
-        state.close()
+    if max_result_chars < MIN_RESULT_CHARS:
+        vault.close()
         raise InvalidArgumentError(
-            f"The result size limit must be at least {budget.MIN_RESULT_CHARS} characters; "
+            f"The result size limit must be at least {MIN_RESULT_CHARS} characters; "
             f"{max_result_chars} was asked for."
         )
-    state.max_result_chars = max_result_chars
-    server: MCPServer[AppState] = MCPServer(
+    server = LoreServer(
         "lore-mcp",
         title="lore-mcp",
         version=__version__,
-        instructions=instructions(state),
-        lifespan=_lifespan(state, watch, after_index),
-        tools=[
-            _tool(fn, hints) for fn, hints in TOOLS if hints.read_only_hint or not state.read_only
-        ],
+        instructions=instructions(vault),
+        lifespan=_lifespan(Served(vault, max_result_chars), watch),
     )
+    for fn, hints in TOOLS:
+        if hints.read_only_hint or not vault.read_only:
+            server.add_tool(fn, title=hints.title, annotations=hints)
     server.resource(
         PAGE_TEMPLATE,
         name="page",
@@ -394,14 +367,14 @@ def build_server(
         description="A page's Markdown as it is on disk. The slug may hold folders "
         "(lore://page/concepts/slugs); a title or a bare name works too.",
         mime_type="text/markdown",
-    )(_page_reader(state))
+    )(_page_reader(vault))
     return server
 
 
-def _page_reader(state: AppState) -> Callable[[str], str]:
+def _page_reader(vault: Vault) -> Callable[[str], str]:
     def page(slug: str) -> str:
         try:
-            view = vault_ops.read_page(state, slug)
+            view = engine.read_page(vault, slug)
         except (PageNotFoundError, InvalidNameError, UnsafePathError) as exc:
             raise ResourceNotFoundError(str(exc)) from exc
         except LoreError as exc:
@@ -415,17 +388,16 @@ def _page_reader(state: AppState) -> Callable[[str], str]:
     return page
 
 
-def instructions(state: AppState) -> str:
+def instructions(vault: Vault) -> str:
     """Which vault, how many pages (as far as the index already knows), and the tools."""
-    pages = len(state.pages) if state.ready.is_set() else state.index.count_pages()
-    if state.ready.is_set():
-        size = f"{pages} pages"
-    elif pages:
+    if vault.ready.is_set():
+        size = f"{len(vault.pages)} pages"
+    elif pages := vault.index.pages.count():
         size = f"{pages} pages at its last index; a refresh is running"
     else:
         size = "being indexed now; the first calls wait for it"
-    guide = READ_ONLY_GUIDE if state.read_only else GUIDE
-    return f"This is the memory vault {state.root.name!r} ({size}). {guide}"
+    guide = READ_ONLY_GUIDE if vault.read_only else GUIDE
+    return f"This is the memory vault {vault.root.name!r} ({size}). {guide}"
 
 
 class _Stopped(Exception):
@@ -433,65 +405,82 @@ class _Stopped(Exception):
 
 
 def _lifespan(
-    state: AppState, watch: bool, after_index: Callable[[], object] | None
-) -> Callable[[MCPServer[AppState]], AbstractAsyncContextManager[AppState]]:
+    served: Served, watch: bool
+) -> Callable[[MCPServer[Served]], AbstractAsyncContextManager[Served]]:
     @asynccontextmanager
-    async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
+    async def lifespan(_: MCPServer[Served]) -> AsyncIterator[Served]:
         stop = threading.Event()
         worker = threading.Thread(
-            target=_prepare,
-            args=(state, watch, stop, after_index),
-            name="lore-index",
-            daemon=True,
+            target=_prepare, args=(served.vault, watch, stop), name="lore-index", daemon=True
         )
         worker.start()
         try:
-            yield state
+            yield served
         finally:
             stop.set()
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(_shut_down, state, worker)
+                await anyio.to_thread.run_sync(_shut_down, served.vault, worker)
 
     return lifespan
 
 
-def _prepare(
-    state: AppState,
-    watch: bool,
-    stop: threading.Event,
-    after_index: Callable[[], object] | None,
-) -> None:
-    """Start the watcher, then bring the index up to date (calls wait for `state.ready`),
-    then call `after_index`."""
+def _prepare(vault: Vault, watch: bool, stop: threading.Event) -> None:
+    """Start the watcher, then bring the index up to date (calls wait for `vault.ready`)."""
     if watch:
-        _start_watcher(state)
-    if not state.ready.is_set():
-
-        def check_stop(done: int, total: int) -> None:
-            if stop.is_set():
-                raise _Stopped
+        from lore_mcp.watcher import start_watcher  # watchdog loads only when watching
 
         try:
-            vault_ops.index_vault(state, progress=check_stop)
-        except _Stopped:
-            log.info("indexing stopped: the server is shutting down")
-            return
+            start_watcher(vault)
         except Exception:
-            log.exception("indexing %s failed; serving what the index already holds", state.root)
-    if after_index is not None:
-        after_index()
+            log.exception("file watching is off: the watcher failed to start")
+    if vault.ready.is_set():
+        return
 
-
-def _start_watcher(state: AppState) -> None:
-    from lore_mcp.watcher import start_watcher  # watchdog loads only when watching
+    def check_stop(done: int, total: int) -> None:
+        if stop.is_set():
+            raise _Stopped
 
     try:
-        start_watcher(state)
+        engine.index_vault(vault, progress=check_stop)
+    except _Stopped:
+        log.info("indexing stopped: the server is shutting down")
     except Exception:
-        log.exception("file watching is off: the watcher failed to start")
+        log.exception("indexing %s failed; serving what the index already holds", vault.root)
 
 
-def _shut_down(state: AppState, worker: threading.Thread) -> None:
+def run_stdio(server: MCPServer[Served], vault: Vault) -> None:
+    """Serve `vault` (the one `server` was built on) on this process's stdin and stdout,
+    with the SDK's transport, until stdin closes or SIGTERM or SIGINT asks for a stop."""
+    anyio.run(_serve_stdio, server, vault)
+
+
+async def _serve_stdio(server: MCPServer[Served], vault: Vault) -> None:
+    async with anyio.create_task_group() as tasks:
+        if sys.platform != "win32":  # no signal receiver there; Ctrl-C still stops it
+            tasks.start_soon(_stop_on_signal, tasks.cancel_scope, vault)
+        await server.run_stdio_async()
+        tasks.cancel_scope.cancel()
+
+
+async def _stop_on_signal(scope: anyio.CancelScope, vault: Vault) -> None:
+    """Stop the server on SIGTERM or SIGINT: its lifespan closes the vault as when
+    stdin closes. The SDK reads stdin in a thread that nothing can wake but input, so
+    once the vault is closed the process exits rather than wait for the client."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for number in signals:
+            log.info("stopping on %s", signal.Signals(number).name)
+            threading.Thread(target=_exit_when_closed, args=(vault,), daemon=True).start()
+            scope.cancel()
+            return
+
+
+def _exit_when_closed(vault: Vault) -> None:
+    vault.closed.wait()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _shut_down(vault: Vault, worker: threading.Thread) -> None:
     worker.join()
-    state.close()
-    log.info("closed the vault %s", state.root)
+    vault.close()
+    log.info("closed the vault %s", vault.root)

@@ -3,7 +3,7 @@
 A watchdog observer collects the vault-relative paths of page files and folders that
 were created, changed, deleted or moved. One worker thread waits until the events have
 been quiet for `debounce` seconds (but no longer than `max_delay` after the first one)
-and hands the whole batch to `vault_ops.apply_external_changes`, so a `git checkout`
+and hands the whole batch to `apply_external_changes`, so a `git checkout`
 touching hundreds of files costs one pass. That pass is idempotent by content hash, so
 the server's own writes cost only a stat and a hash.
 """
@@ -23,12 +23,11 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 from watchdog.utils import UnsupportedLibcError
 
-from lore_mcp import vault_ops
-from lore_mcp.state import AppState
+from lore_mcp.vault import Vault, apply_external_changes
 
 log = logging.getLogger(__name__)
 
-Apply = Callable[[AppState, list[str]], object]
+Apply = Callable[[Vault, list[str]], object]
 ObserverFactory = Callable[[], BaseObserver]
 NATIVE_FIRST: tuple[ObserverFactory, ...] = (Observer, PollingObserver)
 POLLING_ONLY: tuple[ObserverFactory, ...] = (PollingObserver,)
@@ -84,8 +83,8 @@ def _ancestors(path: str) -> Iterator[str]:
 class VaultWatcher:
     """A running watcher: an observer thread and one debouncing worker thread."""
 
-    def __init__(self, state: AppState, apply: Apply, debounce: float, max_delay: float):
-        self._state = state
+    def __init__(self, vault: Vault, apply: Apply, debounce: float, max_delay: float):
+        self._vault = vault
         self._apply = apply
         self._debounce = debounce
         self._max_delay = max(max_delay, debounce)
@@ -125,7 +124,7 @@ class VaultWatcher:
         """Start the worker, then the first of `factories` that starts."""
         self._worker.start()
         try:
-            self._observer = _Handler(self._state.root, self.add).observe(factories)
+            self._observer = _Handler(self._vault.root, self.add).observe(factories)
         except BaseException:
             self.stop()
             raise
@@ -135,7 +134,7 @@ class VaultWatcher:
             if not self._wait_ready():
                 return
             try:
-                self._apply(self._state, batch)
+                self._apply(self._vault, batch)
                 self._failures = 0
             except Exception:
                 self._failed(batch)
@@ -169,7 +168,7 @@ class VaultWatcher:
 
     def _wait_ready(self) -> bool:
         """Wait for the first index pass; False if asked to stop meanwhile."""
-        while not self._state.ready.wait(READY_POLL):
+        while not self._vault.ready.wait(READY_POLL):
             with self._cond:
                 if self._stopping:
                     return False
@@ -229,16 +228,16 @@ def _reporting_closes() -> tuple[type[BaseObserver], ...]:
 
 
 def start_watcher(
-    state: AppState,
+    vault: Vault,
     debounce: float = 0.5,
     *,
     max_delay: float = MAX_DELAY,
-    apply: Apply = vault_ops.apply_external_changes,
+    apply: Apply = apply_external_changes,
     polling: bool = False,
 ) -> VaultWatcher:
     """Watch the vault and apply outside edits in debounced batches; sets
-    `state.observer`. `polling` skips native file events (network drives)."""
-    watcher = VaultWatcher(state, apply, debounce, max_delay)
+    `vault.watcher`. `polling` skips native file events (network drives)."""
+    watcher = VaultWatcher(vault, apply, debounce, max_delay)
     watcher.start(POLLING_ONLY if polling else NATIVE_FIRST)
-    state.observer = watcher
+    vault.watcher = watcher
     return watcher

@@ -1,9 +1,4 @@
-"""Page files on disk: finding them, reading and parsing them, writing them safely.
-
-Parsing a page finds everything about its links that the page alone decides (lines,
-context, lookup keys), so that applying it only has to resolve them (`indexing`), and
-so that another process can do it (`pagereader`).
-"""
+"""Page files on disk: finding them, reading and parsing them, writing them safely."""
 
 from __future__ import annotations
 
@@ -16,15 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from lore_mcp import links as linkparse
+from lore_mcp import links
+from lore_mcp.config import LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
 from lore_mcp.errors import VaultError
-from lore_mcp.index import PageRow
-from lore_mcp.slugs import slug_from_path, target_key, title_from_path
+from lore_mcp.index import LinkRow, PageRow
+from lore_mcp.slugs import is_hidden, slug_from_path, target_key, title_from_path
 
 log = logging.getLogger(__name__)
 
-MAX_FILE_BYTES = 20 * 1024 * 1024
-MAX_CONTEXT_CHARS = 240
 TEMP_PREFIX = ".lore-tmp-"
 STALE_TEMP_SECONDS = 3600
 
@@ -40,29 +34,18 @@ class Stamp(NamedTuple):
         return cls(st.st_size, st.st_mtime_ns)
 
 
-class Edge(NamedTuple):
-    """A link of a page that can be a graph edge: not to a heading of the same page, not
-    to an attachment, with a page-like target. Where it leads depends on the other
-    pages, so it is resolved when the page is applied."""
-
-    target: str  # as written, alias and heading removed
-    line: int
-    context: str  # the line it is on, stripped and cut to MAX_CONTEXT_CHARS
-    key: str  # `Key.path` of the target
-    exact: bool  # `Key.exact`
-
-
 @dataclass(slots=True)
 class Parsed:
-    """A page file read and parsed, ready to be applied."""
+    """A page file read and parsed, ready to go into the index: its row, its text, and
+    its links (not resolved yet: where they lead depends on the other pages)."""
 
     row: PageRow
     body: str
-    edges: list[Edge]
+    links: list[LinkRow]
 
 
 def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return hashlib.sha256(data).hexdigest()
 
 
 def decode(data: bytes) -> tuple[str, bool]:
@@ -75,56 +58,50 @@ def decode(data: bytes) -> tuple[str, bool]:
 
 def parse(rel_path: str, data: bytes, size: int, mtime_ns: int) -> Parsed:
     text, bad = decode(data)
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
+    slug = slug_from_path(rel_path)
     row = PageRow(
-        slug_from_path(rel_path),
-        title_from_path(rel_path),
-        rel_path,
-        size,
-        mtime_ns,
-        content_hash(data),
-        bad,
+        slug, title_from_path(rel_path), rel_path, size, mtime_ns, content_hash(data), bad
     )
-    return Parsed(row, text, edges(row.slug, text))
+    return Parsed(row, text, page_links(slug, text))
 
 
-def edges(slug: str, text: str) -> list[Edge]:
-    """The links of page `slug` (its text `text`) that can be graph edges, in order."""
-    found: list[Edge] = []
-    links = linkparse.extract_links(text)
-    lines = linkparse.source_lines(text) if links else []
-    for link in links:
+def page_links(slug: str, text: str) -> list[LinkRow]:
+    """The links of page `slug` that can be graph edges, in order: not to a heading of
+    the same page, not to an attachment, with a page-like target."""
+    found: list[LinkRow] = []
+    written = links.extract_links(text)
+    lines = links.source_lines(text) if written else []
+    for link in written:
         if link.is_same_page or link.is_attachment:
             continue
         key = target_key(link.target, slug)
         if key is None:
             continue
-        context = lines[link.line - 1].strip() if link.line <= len(lines) else ""
-        found.append(Edge(link.target, link.line, context[:MAX_CONTEXT_CHARS], key.path, key.exact))
+        context = lines[link.line - 1].strip()[:MAX_CONTEXT_CHARS]
+        found.append(LinkRow(slug, link.target, link.line, context, key.path, key.exact, ""))
     return found
 
 
-def read_page_file(root: Path | str, rel_path: str) -> Parsed | None:
-    """Read and parse one page file (already known to lie inside the vault); None if it
-    is gone, unreadable or too large."""
-    path = os.path.join(root, rel_path)
+def read_page_file(root: Path, rel_path: str) -> Parsed | None:
+    """Read and parse one page file (known to lie inside the vault); None if it is
+    gone, unreadable or too large."""
     try:
-        with open(path, "rb") as handle:
+        with (root / rel_path).open("rb") as handle:
             st = os.fstat(handle.fileno())
             if st.st_size > MAX_FILE_BYTES:
-                log.warning(
-                    "skipping %s: %d bytes is over the %d byte limit",
-                    rel_path,
-                    st.st_size,
-                    MAX_FILE_BYTES,
-                )
+                log.warning("skipping %s: %d bytes is over the limit", rel_path, st.st_size)
                 return None
             data = handle.read()
     except OSError as exc:
         log.warning("skipping %s: %s", rel_path, exc)
         return None
     return parse(rel_path, data, st.st_size, st.st_mtime_ns)
+
+
+def ignored(rel_path: str) -> bool:
+    """Paths that are never part of the vault: dot-files and dot-folders (`.lore/` too)."""
+    return is_hidden(rel_path) or rel_path.split("/", 1)[0] == LORE_DIR
 
 
 def inside(root: Path, path: Path) -> bool:
@@ -138,10 +115,10 @@ def inside(root: Path, path: Path) -> bool:
 def scan_files(root: Path, under: str = "") -> dict[str, Stamp]:
     """Every page file under the root (or its folder `under`): `.md`, outside
     dot-folders, not a symlink leading outside the root. Folder symlinks are not
-    followed."""
+    followed. Temp files left by a killed write are removed once surely abandoned."""
     found: dict[str, Stamp] = {}
     real_root = root.resolve()
-    pending = [(os.path.join(root, under) if under else str(root), under)]
+    pending = [(root / under if under else root, under)]
     while pending:
         folder, rel_folder = pending.pop()
         try:
@@ -157,7 +134,7 @@ def scan_files(root: Path, under: str = "") -> dict[str, Stamp]:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    pending.append((entry.path, rel))
+                    pending.append((Path(entry.path), rel))
                 elif entry.name.lower().endswith(".md"):
                     if entry.is_symlink() and not inside(real_root, Path(entry.path)):
                         log.warning("skipping %s: symlink leads outside the vault", rel)
@@ -169,7 +146,6 @@ def scan_files(root: Path, under: str = "") -> dict[str, Stamp]:
 
 
 def _remove_if_stale(entry: os.DirEntry[str]) -> None:
-    """A temp file of ours left by a write that was killed: gone once surely abandoned."""
     try:
         if time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS:
             Path(entry.path).unlink()

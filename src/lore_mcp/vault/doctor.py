@@ -2,7 +2,7 @@
 
 Errors: slug collisions, files that are not valid UTF-8, page files the index could not
 take in. Warnings: placeholders (with the links that lead to them), ambiguous links and
-how they resolved, orphan pages. Callers hold the state's lock (see `vault_ops.doctor`).
+how they resolved, orphan pages.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from lore_mcp.files import MAX_FILE_BYTES, scan_files
+from lore_mcp.config import MAX_FILE_BYTES
 from lore_mcp.index import LinkRow, PageRow
 from lore_mcp.models import (
     AmbiguousLink,
@@ -22,36 +22,44 @@ from lore_mcp.models import (
     Unresolved,
 )
 from lore_mcp.slugs import Key, slug_from_path
-from lore_mcp.state import AppState
+from lore_mcp.vault.core import Vault
+from lore_mcp.vault.files import scan_files
+from lore_mcp.vault.open import reading
 
 
-def diagnose(state: AppState) -> DoctorReport:
-    """Everything wrong or worth a look in an open, indexed vault."""
-    pages = state.index.all_pages()
-    links = sorted(state.index.all_links(), key=lambda k: (k.source, k.line, k.id))
-    shadowed = state.index.shadowed()
-    orphans = state.graph.orphans()
+def doctor(vault: Vault) -> DoctorReport:
+    """The vault's health: collisions, undecodable and unindexable files (errors);
+    placeholders, ambiguous links and orphans (warnings)."""
+    with reading(vault):
+        return _diagnose(vault)
+
+
+def _diagnose(vault: Vault) -> DoctorReport:
+    pages = vault.index.pages.all()
+    links = sorted(vault.index.links.all(), key=lambda k: (k.source, k.line, k.id))
+    shadowed = vault.index.pages.shadowed()
+    orphans = vault.graph.orphans()
     paths = {p.slug: p.path or "" for p in pages}
     titles = {p.slug: p.title for p in pages}
     sites: dict[str, list[LinkSite]] = defaultdict(list)
     for link in links:
-        if link.resolved in state.placeholders:
+        if link.resolved in vault.placeholders:
             sites[link.resolved].append(_site(link, paths))
     ambiguous = [
         AmbiguousLink(
             **_site(link, paths).model_dump(),
             resolved=link.resolved,
-            candidates=state.pages.matches(Key(link.key, link.exact)),
+            candidates=vault.pages.matches(Key(link.key, link.exact)),
         )
         for link in links
         if link.ambiguous
     ]
     collisions = [SlugCollision(slug=s, kept=paths.get(s), shadowed=p) for p, s in shadowed]
     invalid = [PageFile(slug=p.slug, path=p.path) for p in pages if p.bad_utf8 and p.path]
-    unindexed = _unindexed(state.root, pages, shadowed)
+    unindexed = _unindexed(vault.root, pages, shadowed)
     unresolved = [Unresolved(slug=s, title=titles.get(s, s), links=v) for s, v in sites.items()]
     return DoctorReport(
-        vault=str(state.root),
+        vault=str(vault.root),
         pages=sum(1 for p in pages if not p.is_placeholder),
         placeholders=sum(1 for p in pages if p.is_placeholder),
         links=len(links),

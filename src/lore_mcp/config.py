@@ -1,0 +1,39 @@
+"""Limits, defaults, file names and logging: the settings every module may read."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+# Where a vault keeps what lore-mcp adds to it. `.lore/cache/` is a cache (deleting it
+# costs a rebuild); the rest of `.lore/` (history, audit log) is the vault's own record.
+LORE_DIR = ".lore"
+CACHE_DIR = "cache"
+DB_NAME = "lore.db"
+AUDIT_FILE = "audit.jsonl"
+
+MAX_CONTENT_BYTES = 1024 * 1024  # a page written through the tools
+MAX_FILE_BYTES = 20 * 1024 * 1024  # a page file on disk that is still indexed
+MAX_NAME_CHARS = 1000
+MAX_SEGMENT_CHARS = 200
+MAX_QUERY_CHARS = 1000
+MAX_CONTEXT_CHARS = 240  # a link's line, as backlinks show it
+
+DEFAULT_MAX_RESULT_CHARS = 40_000  # about 10 000 tokens
+MIN_RESULT_CHARS = 2_000
+
+BUSY_TIMEOUT_S = 30.0  # how long a write waits for another process's write lock
+
+VAULT_ENV = "LORE_VAULT"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+QUIET_LOGGERS = ("markdown_it", "watchdog", "asyncio")
+
+
+def setup_logging(level: str) -> None:
+    """Log to stderr (stdout belongs to the protocol) from `level` up."""
+    name = level.upper()
+    logging.basicConfig(stream=sys.stderr, level=name, format=LOG_FORMAT)
+    logging.getLogger().setLevel(name)
+    for chatty in QUIET_LOGGERS:  # their DEBUG output is per token or per event
+        logging.getLogger(chatty).setLevel(max(logging.INFO, logging.getLevelName(name)))

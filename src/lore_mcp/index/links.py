@@ -1,0 +1,109 @@
+"""The links table: one row per link written in a page, with where it resolves."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from lore_mcp.index.batch import select_in
+
+LINK_SCHEMA = """
+CREATE TABLE links(
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    target TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    context TEXT NOT NULL,
+    key TEXT NOT NULL,
+    exact INTEGER NOT NULL,
+    resolved TEXT NOT NULL,
+    ambiguous INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX links_source ON links(source);
+CREATE INDEX links_resolved ON links(resolved);
+CREATE INDEX links_key ON links(key);
+"""
+_COLUMNS = "source, target, line, context, key, exact, resolved, ambiguous"
+
+
+class LinkRow(NamedTuple):
+    """A link as stored: the page it is written in, its target as written, its line
+    and that line's text, the lookup key of the target, and the slug it resolves to."""
+
+    source: str
+    target: str
+    line: int
+    context: str
+    key: str
+    exact: bool
+    resolved: str
+    ambiguous: bool = False
+    id: int = 0
+
+
+def _row(row: tuple[str, str, int, str, str, int, str, int, int]) -> LinkRow:
+    source, target, line, context, key, exact, resolved, ambiguous, id_ = row
+    return LinkRow(source, target, line, context, key, bool(exact), resolved, bool(ambiguous), id_)
+
+
+class LinkTable:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def add(self, rows: Iterable[LinkRow]) -> None:
+        self._conn.executemany(
+            f"INSERT INTO links({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (row[:8] for row in rows),
+        )
+
+    def delete_from(self, sources: Sequence[str]) -> None:
+        for start in range(0, len(sources), 500):
+            chunk = sources[start : start + 500]
+            self._conn.execute(
+                f"DELETE FROM links WHERE source IN ({','.join('?' * len(chunk))})", chunk
+            )
+
+    def _select(self, where: str, *args: object) -> list[LinkRow]:
+        sql = f"SELECT {_COLUMNS}, id FROM links {where}"
+        return [_row(row) for row in self._conn.execute(sql, args)]
+
+    def from_page(self, source: str) -> list[LinkRow]:
+        """The links written in a page, in order."""
+        return self._select("WHERE source = ? ORDER BY id", source)
+
+    def to_page(self, slug: str) -> list[LinkRow]:
+        """The links that resolve to a slug, by source and line."""
+        return self._select("WHERE resolved = ? ORDER BY source, line, id", slug)
+
+    def with_keys(self, keys: Sequence[str]) -> list[LinkRow]:
+        sql = f"SELECT {_COLUMNS}, id FROM links WHERE key IN ({{}})"
+        return [_row(row) for row in select_in(self._conn, sql, keys)]
+
+    def all(self) -> list[LinkRow]:
+        return self._select("")
+
+    def set_resolutions(self, updates: Iterable[tuple[int, str, bool]]) -> None:
+        """(id, resolved, ambiguous) for links that now lead elsewhere."""
+        self._conn.executemany(
+            "UPDATE links SET resolved = ?, ambiguous = ? WHERE id = ?",
+            ((slug, int(ambiguous), link_id) for link_id, slug, ambiguous in updates),
+        )
+
+    def edges(self, sources: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """Distinct (source, resolved) pairs, for all sources or the given ones."""
+        if sources is None:
+            return list(self._conn.execute("SELECT DISTINCT source, resolved FROM links"))
+        sql = "SELECT DISTINCT source, resolved FROM links WHERE source IN ({})"
+        return list(select_in(self._conn, sql, sources))
+
+    def first_targets(self, slugs: Sequence[str]) -> dict[str, str]:
+        """For each slug, the target text of the first link to it (by source, then line)."""
+        sql = (
+            "SELECT resolved, target FROM links WHERE resolved IN ({}) "
+            "ORDER BY resolved, source DESC, line DESC, id DESC"
+        )
+        return dict(select_in(self._conn, sql, slugs))  # the last row per slug wins: the first
+
+    def count(self) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM links").fetchone()[0])

@@ -1,0 +1,229 @@
+"""The pages table: one row per page file and per placeholder (a row with no path),
+and the files passed over because another file holds their slug."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from lore_mcp.index.batch import select_in
+
+PAGE_SCHEMA = """
+CREATE TABLE pages(
+    id INTEGER PRIMARY KEY,
+    slug TEXT NOT NULL UNIQUE,
+    title TEXT NOT NULL,
+    path TEXT UNIQUE,
+    size INTEGER NOT NULL DEFAULT 0,
+    mtime_ns INTEGER NOT NULL DEFAULT 0,
+    hash TEXT NOT NULL DEFAULT '',
+    bad_utf8 INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE shadowed(path TEXT PRIMARY KEY, slug TEXT NOT NULL);
+CREATE TABLE names(id INTEGER PRIMARY KEY, key TEXT NOT NULL, slug TEXT NOT NULL);
+CREATE INDEX names_key ON names(key);
+CREATE INDEX names_slug ON names(slug);
+CREATE VIRTUAL TABLE names_text USING fts5(
+    key, content = 'names', content_rowid = 'id', tokenize = 'trigram'
+);
+CREATE TRIGGER names_added AFTER INSERT ON names BEGIN
+    INSERT INTO names_text(rowid, key) VALUES (new.id, new.key);
+END;
+CREATE TRIGGER names_deleted AFTER DELETE ON names BEGIN
+    INSERT INTO names_text(names_text, rowid, key) VALUES ('delete', old.id, old.key);
+END;
+"""
+_COLUMNS = "slug, title, path, size, mtime_ns, hash, bad_utf8"
+_STAMP = "SELECT path, slug, size, mtime_ns, hash FROM pages"
+
+
+@dataclass(frozen=True, slots=True)
+class PageRow:
+    """A page as the index knows it; `path` is None for a placeholder."""
+
+    slug: str
+    title: str
+    path: str | None
+    size: int = 0
+    mtime_ns: int = 0
+    hash: str = ""
+    bad_utf8: bool = False
+
+    @property
+    def is_placeholder(self) -> bool:
+        return self.path is None
+
+
+class FileStamp(NamedTuple):
+    """An indexed page file as a pass over the files compares it with the disk."""
+
+    path: str
+    slug: str
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+def name_keys(row: PageRow) -> set[str]:
+    """What a page is found by in `search_titles`: its slug, the slug's last segment
+    and its title, lowercased."""
+    return {row.slug, row.slug.rpartition("/")[2], row.title.lower()}
+
+
+def _row(row: Any) -> PageRow:
+    slug, title, path, size, mtime_ns, hash_, bad = row
+    return PageRow(slug, title, path, size, mtime_ns, hash_, bool(bad))
+
+
+class PageTable:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def upsert(self, rows: Sequence[PageRow]) -> dict[str, int]:
+        """Insert or replace rows by slug; their ids, by slug."""
+        self._conn.executemany(
+            f"INSERT INTO pages({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(slug) DO UPDATE SET title=excluded.title, path=excluded.path, "
+            "size=excluded.size, mtime_ns=excluded.mtime_ns, hash=excluded.hash, "
+            "bad_utf8=excluded.bad_utf8",
+            [(r.slug, r.title, r.path, r.size, r.mtime_ns, r.hash, int(r.bad_utf8)) for r in rows],
+        )
+        self._set_names([(row.slug, name_keys(row)) for row in rows])
+        return self.ids([row.slug for row in rows])
+
+    def _set_names(self, names: Sequence[tuple[str, set[str]]]) -> None:
+        """The keys each slug is found by in `search_titles`."""
+        slugs = [slug for slug, _ in names]
+        for start in range(0, len(slugs), 500):
+            chunk = slugs[start : start + 500]
+            self._conn.execute(
+                f"DELETE FROM names WHERE slug IN ({','.join('?' * len(chunk))})", chunk
+            )
+        self._conn.executemany(
+            "INSERT INTO names(key, slug) VALUES (?, ?)",
+            ((key, slug) for slug, keys in names for key in sorted(keys)),
+        )
+
+    def ids(self, slugs: Sequence[str]) -> dict[str, int]:
+        return dict(select_in(self._conn, "SELECT slug, id FROM pages WHERE slug IN ({})", slugs))
+
+    def delete(self, slugs: Sequence[str]) -> None:
+        self._set_names([(slug, set()) for slug in slugs])
+        for start in range(0, len(slugs), 500):
+            chunk = slugs[start : start + 500]
+            self._conn.execute(
+                f"DELETE FROM pages WHERE slug IN ({','.join('?' * len(chunk))})", chunk
+            )
+
+    # -- names ---------------------------------------------------------------------
+
+    def named(self, key: str, limit: int) -> list[str]:
+        """Slugs found by exactly this key, sorted."""
+        sql = "SELECT DISTINCT slug FROM names WHERE key = ? ORDER BY slug LIMIT ?"
+        return [row[0] for row in self._conn.execute(sql, (key, limit))]
+
+    def named_starting(self, prefix: str, limit: int) -> list[str]:
+        """Slugs with a key that starts with `prefix`, by key."""
+        sql = (
+            "SELECT slug FROM names WHERE key >= ? AND key < ? "
+            "GROUP BY slug ORDER BY min(key), slug LIMIT ?"
+        )
+        return [row[0] for row in self._conn.execute(sql, (prefix, prefix + "\U0010ffff", limit))]
+
+    def named_containing(self, part: str, limit: int) -> list[str]:
+        """Slugs with a key that holds `part`, by slug (of the first few hundred found)."""
+        if len(part) >= 3:  # the trigram index finds any part of three characters or more
+            sql = (
+                "SELECT DISTINCT n.slug FROM names_text JOIN names n ON n.id = names_text.rowid "
+                "WHERE names_text MATCH ? LIMIT 500"
+            )
+            rows = self._conn.execute(sql, ('"' + part.replace('"', '""') + '"',))
+        else:
+            rows = self._conn.execute(
+                "SELECT DISTINCT slug FROM names WHERE instr(key, ?) LIMIT 500", (part,)
+            )
+        return sorted(row[0] for row in rows)[:limit]
+
+    def touch(self, slug: str, size: int, mtime_ns: int) -> None:
+        """A file whose content is unchanged got a new size or modification time."""
+        self._conn.execute(
+            "UPDATE pages SET size = ?, mtime_ns = ? WHERE slug = ?", (size, mtime_ns, slug)
+        )
+
+    def get(self, slug: str) -> PageRow | None:
+        row = self._conn.execute(f"SELECT {_COLUMNS} FROM pages WHERE slug = ?", (slug,))
+        found = row.fetchone()
+        return None if found is None else _row(found)
+
+    def get_many(self, slugs: Sequence[str]) -> list[PageRow]:
+        sql = f"SELECT {_COLUMNS} FROM pages WHERE slug IN ({{}})"
+        return [_row(row) for row in select_in(self._conn, sql, slugs)]
+
+    def all(self) -> list[PageRow]:
+        return [_row(row) for row in self._conn.execute(f"SELECT {_COLUMNS} FROM pages")]
+
+    def titles(self) -> list[tuple[str, str, bool]]:
+        """(slug, title, is_placeholder) of every page and placeholder."""
+        rows = self._conn.execute("SELECT slug, title, path IS NULL FROM pages")
+        return [(slug, title, bool(placeholder)) for slug, title, placeholder in rows]
+
+    def count(self) -> int:
+        """Real pages (not placeholders)."""
+        sql = "SELECT count(*) FROM pages WHERE path IS NOT NULL"
+        return int(self._conn.execute(sql).fetchone()[0])
+
+    def listing(self, prefix: str, placeholders: bool, offset: int, limit: int) -> list[str]:
+        """Slugs that start with `prefix`, sorted, a slice of them."""
+        sql = (
+            "SELECT slug FROM pages WHERE slug >= ? AND slug < ? AND (? OR path IS NOT NULL) "
+            "ORDER BY slug LIMIT ? OFFSET ?"
+        )
+        args = (prefix, prefix + "\U0010ffff", placeholders, limit, offset)
+        return [row[0] for row in self._conn.execute(sql, args)]
+
+    def count_under(self, prefix: str, placeholders: bool) -> int:
+        sql = "SELECT count(*) FROM pages WHERE slug >= ? AND slug < ? AND (? OR path IS NOT NULL)"
+        args = (prefix, prefix + "\U0010ffff", placeholders)
+        return int(self._conn.execute(sql, args).fetchone()[0])
+
+    # -- files ---------------------------------------------------------------------
+
+    def stamps(self) -> dict[str, FileStamp]:
+        """Every indexed page file, by path."""
+        rows = self._conn.execute(_STAMP + " WHERE path IS NOT NULL")
+        return {row[0]: FileStamp._make(row) for row in rows}
+
+    def files_at(self, paths: Sequence[str]) -> dict[str, FileStamp]:
+        """The indexed page files at these paths, by path."""
+        rows = select_in(self._conn, _STAMP + " WHERE path IN ({})", paths)
+        return {row[0]: FileStamp._make(row) for row in rows}
+
+    def files_under(self, folder: str) -> dict[str, FileStamp]:
+        """The indexed page files inside `folder` (at any depth), by path."""
+        # Paths inside sort from "folder/" up to, not including, "folder0" ("0" follows "/").
+        rows = self._conn.execute(
+            _STAMP + " WHERE path >= ? AND path < ?", (folder + "/", folder + "0")
+        )
+        return {row[0]: FileStamp._make(row) for row in rows}
+
+    def files_of(self, slugs: Sequence[str]) -> dict[str, FileStamp]:
+        """The indexed page files holding these slugs, by path."""
+        rows = select_in(self._conn, _STAMP + " WHERE path IS NOT NULL AND slug IN ({})", slugs)
+        return {row[0]: FileStamp._make(row) for row in rows}
+
+    # -- slug collisions ---------------------------------------------------------------
+
+    def set_shadowed(self, path: str, slug: str) -> None:
+        self._conn.execute(
+            "INSERT OR REPLACE INTO shadowed(path, slug) VALUES (?, ?)", (path, slug)
+        )
+
+    def unshadow(self, path: str) -> None:
+        self._conn.execute("DELETE FROM shadowed WHERE path = ?", (path,))
+
+    def shadowed(self) -> list[tuple[str, str]]:
+        """(path, slug) of the files passed over because another file holds their slug."""
+        rows = self._conn.execute("SELECT path, slug FROM shadowed ORDER BY path")
+        return [(str(path), str(slug)) for path, slug in rows]

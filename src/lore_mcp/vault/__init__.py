@@ -1,0 +1,26 @@
+"""The engine: every operation on a vault. The MCP server, the `lore` command line, the
+watcher and the tests all come through here, so the doors cannot drift apart."""
+
+from lore_mcp.vault.core import Vault
+from lore_mcp.vault.doctor import doctor
+from lore_mcp.vault.open import apply_external_changes, index_vault, open_vault
+from lore_mcp.vault.pages import delete_page, read_page, save_page
+from lore_mcp.vault.queries import get_backlinks, get_graph, list_pages, search, search_titles
+from lore_mcp.vault.rename import rename_page
+
+__all__ = [
+    "Vault",
+    "apply_external_changes",
+    "delete_page",
+    "doctor",
+    "get_backlinks",
+    "get_graph",
+    "index_vault",
+    "list_pages",
+    "open_vault",
+    "read_page",
+    "rename_page",
+    "save_page",
+    "search",
+    "search_titles",
+]

@@ -1,0 +1,79 @@
+"""The `Vault`: everything one process knows about one vault, built once when it opens."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import platformdirs
+
+from lore_mcp.config import DB_NAME, LORE_DIR, MAX_CONTENT_BYTES
+from lore_mcp.errors import VaultError
+from lore_mcp.graph import LinkGraph
+from lore_mcp.index import Index
+from lore_mcp.slugs import SlugSet
+from lore_mcp.vault.files import content_hash
+
+log = logging.getLogger(__name__)
+
+
+class Stoppable(Protocol):
+    """The file watcher, as the vault sees it."""
+
+    def stop(self) -> None: ...
+
+
+@dataclass(eq=False)
+class Vault:
+    """The vault root, its index, the link graph, the slug sets links resolve against,
+    and one lock. `ready` is set once the first index pass has finished; every
+    operation waits for it."""
+
+    root: Path
+    index: Index
+    graph: LinkGraph = field(default_factory=LinkGraph)
+    pages: SlugSet = field(default_factory=SlugSet)
+    placeholders: SlugSet = field(default_factory=SlugSet)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    ready: threading.Event = field(default_factory=threading.Event)
+    closed: threading.Event = field(default_factory=threading.Event)
+    watcher: Stoppable | None = None
+    read_only: bool = False
+    max_content_bytes: int = MAX_CONTENT_BYTES
+    data_version: int = 0  # the index's, when this process last took in other commits
+    generation: int = 0  # counts changes to the graph and slug sets
+    stale: bool = False  # the graph and slug sets must be loaded again from the index
+
+    def close(self) -> None:
+        """Stop the watcher and close the index."""
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+        with self.lock:
+            self.index.close()
+        self.closed.set()
+
+
+def open_index(root: Path) -> Index:
+    """The index in `<vault>/.lore/`; when the vault cannot hold it (no write permission,
+    a read-only mount), in the user's cache folder instead, so reads still work."""
+    lore = root / LORE_DIR
+    problem = "the folder is not writable"
+    if os.access(lore if lore.is_dir() else root, os.W_OK):
+        try:
+            return Index(lore / DB_NAME)
+        except OSError as exc:
+            problem = exc.strerror or str(exc)
+    cache = Path(platformdirs.user_cache_dir("lore-mcp")) / content_hash(os.fsencode(root))
+    log.warning("cannot keep the index in %s (%s); keeping it in %s", lore, problem, cache)
+    try:
+        return Index(cache / DB_NAME)
+    except OSError as exc:
+        raise VaultError(
+            f"Cannot create the index in {lore} ({problem}) nor in {cache} "
+            f"({exc.strerror or exc}). Make one of them writable."
+        ) from exc

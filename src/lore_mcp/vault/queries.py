@@ -1,0 +1,199 @@
+"""Listing, searching and the link graph: the read-only questions about a vault."""
+
+from __future__ import annotations
+
+from lore_mcp import links
+from lore_mcp.config import MAX_QUERY_CHARS
+from lore_mcp.errors import InvalidArgumentError, LoreError
+from lore_mcp.models import (
+    Backlink,
+    Backlinks,
+    GraphEdge,
+    GraphNode,
+    GraphResult,
+    LinkedCount,
+    Neighbourhood,
+    PageList,
+    PageSummary,
+    SearchHit,
+    SearchResults,
+    TitleMatch,
+    TitleMatches,
+    VaultShape,
+)
+from lore_mcp.slugs import Key, name_key, slugify
+from lore_mcp.vault import names
+from lore_mcp.vault.core import Vault
+from lore_mcp.vault.open import reading
+from lore_mcp.vault.pages import read_text
+
+MAX_MENTION_PAGES = 200
+SHAPE_LIST_LIMIT = 50
+
+
+def list_pages(
+    vault: Vault,
+    folder: str = "",
+    include_placeholders: bool = False,
+    offset: int = 0,
+    limit: int = 100,
+) -> PageList:
+    """Pages sorted by slug, optionally under one folder, a page of them at a time."""
+    with reading(vault):
+        prefix = name_key(folder).path + "/" if folder.strip().strip("/") else ""
+        table = vault.index.pages
+        if prefix:
+            total = table.count_under(prefix, include_placeholders)
+        else:  # the whole vault: the counts are at hand
+            total = len(vault.pages) + (len(vault.placeholders) if include_placeholders else 0)
+        slugs = table.listing(prefix, include_placeholders, offset, limit)
+        return PageList(
+            pages=[_summary(vault, slug) for slug in slugs],
+            total=total,
+            offset=offset,
+            next_offset=offset + limit if offset + limit < total else None,
+        )
+
+
+def _summary(vault: Vault, slug: str) -> PageSummary:
+    node = vault.graph.node(slug)
+    assert node is not None, slug
+    return PageSummary(
+        slug=slug,
+        title=node.title,
+        is_placeholder=node.is_placeholder,
+        links_out=vault.graph.out_degree(slug),
+        links_in=vault.graph.in_degree(slug),
+    )
+
+
+def _check_query(query: str) -> None:
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidArgumentError(f"Queries are limited to {MAX_QUERY_CHARS} characters.")
+
+
+def search(vault: Vault, query: str, limit: int = 10) -> SearchResults:
+    """Full-text search, best first (BM25, title above body), last word as a prefix."""
+    _check_query(query)
+    with reading(vault):
+        hits = [
+            SearchHit(slug=r.slug, title=r.title, snippet=r.snippet, score=round(r.score, 4))
+            for r in vault.index.search.query(query, limit)
+        ]
+        return SearchResults(query=query, hits=hits)
+
+
+def search_titles(vault: Vault, query: str, limit: int = 20) -> TitleMatches:
+    """Pages by title or slug: exact, then prefix, then substring, then close spellings."""
+    _check_query(query)
+    with reading(vault):
+        text = query.strip().lower()
+        wanted = "/".join(p for p in (slugify(x) for x in text.replace("\\", "/").split("/")) if p)
+        if not wanted:
+            return TitleMatches(query=query, matches=[])
+        table = vault.index.pages
+        kinds: dict[str, str] = {}
+        for kind, found in (
+            ("exact", table.named(wanted, limit) + table.named(text, limit)),
+            ("prefix", table.named_starting(wanted, limit) + table.named_starting(text, limit)),
+            (
+                "substring",
+                table.named_containing(wanted, limit) + table.named_containing(text, limit),
+            ),
+        ):
+            for slug in sorted(set(found) - set(kinds)):
+                kinds[slug] = kind
+            if len(kinds) >= limit:
+                break
+        if not kinds:
+            kinds = dict.fromkeys(
+                names.suggest(vault, Key(wanted, False), limit, substrings=False), "fuzzy"
+            )
+        return TitleMatches(
+            query=query, matches=[_title_match(vault, s, k) for s, k in list(kinds.items())[:limit]]
+        )
+
+
+def _title_match(vault: Vault, slug: str, kind: str) -> TitleMatch:
+    node = vault.graph.node(slug)
+    assert node is not None, slug
+    return TitleMatch(slug=slug, title=node.title, is_placeholder=node.is_placeholder, match=kind)  # type: ignore[arg-type]
+
+
+def get_backlinks(vault: Vault, name: str, include_unlinked: bool = False) -> Backlinks:
+    """Lines in other pages that link here; optionally lines that mention the title
+    without linking."""
+    with reading(vault):
+        slug, _ = names.for_reading(vault, name)
+        title = vault.graph.title(slug)
+        linked = [
+            Backlink(slug=k.source, title=vault.graph.title(k.source), line=k.line, text=k.context)
+            for k in vault.index.links.to_page(slug)
+        ]
+        unlinked = _mentions(vault, slug, title) if include_unlinked else None
+        return Backlinks(slug=slug, title=title, linked=linked, unlinked=unlinked)
+
+
+def _mentions(vault: Vault, slug: str, title: str) -> list[Backlink]:
+    found: list[Backlink] = []
+    for source in sorted(vault.index.search.pages_matching(title, MAX_MENTION_PAGES)):
+        row = vault.index.pages.get(source)
+        if source == slug or row is None or row.path is None:
+            continue
+        try:
+            text = read_text(vault, row.path)
+        except LoreError:
+            continue
+        found += [
+            Backlink(slug=source, title=row.title, line=line, text=line_text.strip())
+            for line, line_text in links.find_mentions(text, title)
+        ]
+    return found
+
+
+def get_graph(vault: Vault, name: str | None = None, depth: int = 1) -> GraphResult:
+    """A page's neighbourhood to `depth` (1-3), or without a name, the vault's shape."""
+    if not 1 <= depth <= 3:
+        raise InvalidArgumentError("depth must be 1, 2 or 3.")
+    with reading(vault):
+        if name is None or not name.strip():
+            return GraphResult(shape=_shape(vault))
+        slug, _ = names.for_reading(vault, name)
+        seen, edges = vault.graph.neighbourhood(slug, depth)
+        nodes = []
+        for node_slug, hops in sorted(seen.items(), key=lambda kv: (kv[1], kv[0])):
+            node = vault.graph.node(node_slug)
+            nodes.append(
+                GraphNode(
+                    slug=node_slug,
+                    title=node.title if node else node_slug,
+                    is_placeholder=bool(node and node.is_placeholder),
+                    depth=hops,
+                )
+            )
+        return GraphResult(
+            neighbourhood=Neighbourhood(
+                center=slug,
+                depth=depth,
+                nodes=nodes,
+                edges=[GraphEdge(source=a, target=b) for a, b in edges],
+            )
+        )
+
+
+def _shape(vault: Vault) -> VaultShape:
+    graph = vault.graph
+    orphans = graph.orphans()
+
+    def counted(pairs: list[tuple[str, int]]) -> list[LinkedCount]:
+        return [LinkedCount(slug=s, title=graph.title(s), count=n) for s, n in pairs]
+
+    return VaultShape(
+        pages=len(vault.pages),
+        placeholders=len(vault.placeholders),
+        links=graph.edge_count(),
+        orphans=orphans[:SHAPE_LIST_LIMIT],
+        orphan_count=len(orphans),
+        most_linked=counted(graph.most_linked(10, placeholders=False)),
+        unresolved=counted(graph.most_linked(SHAPE_LIST_LIMIT, placeholders=True)),
+    )
