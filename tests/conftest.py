@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lore_mcp import vault_ops
-from lore_mcp.state import AppState
+from lore_mcp import vault
+from lore_mcp.vault import Vault
 
 REPO = Path(__file__).resolve().parents[1]
 BRAIN = REPO / "brain"
@@ -44,17 +44,17 @@ def brain_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def state(vault_dir: Path) -> Iterator[AppState]:
+def state(vault_dir: Path) -> Iterator[Vault]:
     """An open, empty vault."""
-    st = vault_ops.open_vault(vault_dir)
+    st = vault.open_vault(vault_dir)
     yield st
     st.close()
 
 
 @pytest.fixture
-def brain(brain_dir: Path) -> Iterator[AppState]:
+def brain(brain_dir: Path) -> Iterator[Vault]:
     """The sample vault, opened and indexed."""
-    st = vault_ops.open_vault(brain_dir)
+    st = vault.open_vault(brain_dir)
     yield st
     st.close()
 

@@ -14,17 +14,18 @@ import anyio
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-from lore_mcp import vault_ops
-from lore_mcp.state import LORE_DIR, AppState
+from lore_mcp import vault
+from lore_mcp.config import LORE_DIR
+from lore_mcp.vault import Vault
 
 
-def snapshot(state: AppState) -> dict[str, Any]:
+def snapshot(state: Vault) -> dict[str, Any]:
     """Everything the index and graph say about the vault, minus file timestamps."""
     with state.lock:
-        pages = sorted((r.slug, r.title, r.path, r.hash) for r in state.index.all_pages())
+        pages = sorted((r.slug, r.title, r.path, r.hash) for r in state.index.pages.all())
         links = sorted(
             (k.source, k.target, k.line, k.context, k.key, k.exact, k.resolved, k.ambiguous)
-            for k in state.index.all_links()
+            for k in state.index.links.all()
         )
         nodes = sorted((n.slug, n.title, n.is_placeholder) for n in state.graph.nodes())
         return {
@@ -32,7 +33,7 @@ def snapshot(state: AppState) -> dict[str, Any]:
             "links": links,
             "nodes": nodes,
             "edges": sorted(state.graph.edges()),
-            "fts": state.index.fts_documents(),
+            "fts": state.index.search.documents(),
             "page_slugs": sorted(state.pages),
             "placeholder_slugs": sorted(state.placeholders),
         }
@@ -43,14 +44,14 @@ def fresh_snapshot(root: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "copy"
         shutil.copytree(root, copy, ignore=shutil.ignore_patterns(LORE_DIR), symlinks=True)
-        fresh = vault_ops.open_vault(copy)
+        fresh = vault.open_vault(copy)
         try:
             return snapshot(fresh)
         finally:
             fresh.close()
 
 
-def assert_matches_fresh(state: AppState) -> None:
+def assert_matches_fresh(state: Vault) -> None:
     """The live state must equal what a fresh index of the same files builds."""
     live = snapshot(state)
     fresh = fresh_snapshot(state.root)
