@@ -95,7 +95,16 @@ async def fails(client: Client, tool: str, **arguments: Any) -> str:
 
 # What a server subprocess needs from our environment; nothing else leaks in (no
 # LORE_VAULT, no token unless a test gives one).
-PASS_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "VIRTUAL_ENV")
+PASS_THROUGH = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "SYSTEMROOT",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+)
 
 
 def environment(**extra: str) -> dict[str, str]:

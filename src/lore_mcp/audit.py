@@ -64,7 +64,9 @@ class AuditRecord(BaseModel):
     old_path: str | None = Field(default=None, description="rename_page: the file before")
     before: str | None = Field(description="sha256:… of the file before; null if none")
     after: str | None = Field(description="sha256:… of the file after; null once deleted")
-    trash_path: str | None = Field(default=None, description="delete_page: where the file went")
+    history_path: str | None = Field(
+        default=None, description="delete_page: where its last version is kept"
+    )
     rewritten: list[PageChange] = Field(
         default_factory=list, description="rename_page: other pages whose links were rewritten"
     )

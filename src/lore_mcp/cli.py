@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from lore_mcp.http import HttpOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
-WRITES = frozenset({"save", "rename", "delete"})
+WRITES = frozenset({"save", "rename", "delete", "restore"})
 MAX_LIMIT = 1000
 # Engine messages are written for the agent and name its tools; people get commands.
 TOOL_COMMANDS = {
@@ -152,7 +152,11 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     p = command("rename", "rename or move a page and rewrite the links to it")
     p.add_argument("name")
     p.add_argument("new_name", metavar="NEW", help="a new title, or folder/New Title")
-    command("delete", "move a page to .lore/trash/").add_argument("name")
+    command("delete", "delete a page (its last version stays in the history)").add_argument("name")
+    command("history", "the kept versions of a page, newest first").add_argument("name")
+    p = command("restore", "put a kept version of a page back (through a save)")
+    p.add_argument("name")
+    p.add_argument("--version", type=_number(1, 2**31), default=1, help="which one (1: the newest)")
     p = command("doctor", "check the vault's health", DOCTOR_HELP)
     p.add_argument("--strict", action="store_true", help="warnings count as errors")
     p = command("log", "the audit log: every save, delete and rename, oldest first")
@@ -369,6 +373,10 @@ def _call(vault: engine.Vault, args: argparse.Namespace, content: str | None) ->
             return engine.rename_page(vault, args.name, args.new_name, door="cli")
         case "delete":
             return engine.delete_page(vault, args.name, door="cli")
+        case "history":
+            return engine.page_history(vault, args.name)
+        case "restore":
+            return engine.restore_page(vault, args.name, args.version, door="cli")
         case "doctor":
             return engine.doctor(vault)
     raise AssertionError(f"unhandled command {args.command!r}")

@@ -11,6 +11,11 @@ LORE_DIR = ".lore"
 CACHE_DIR = "cache"
 DB_NAME = "lore.db"
 AUDIT_FILE = "audit.jsonl"
+HISTORY_DIR = "history"
+JOURNAL_FILE = "rename.json"  # a rename under way: finished at the next start if it broke off
+
+HISTORY_KEEP_VERSIONS = 20  # per page: the last 20 versions, and every one younger than
+HISTORY_KEEP_DAYS = 30  # 30 days, whichever keeps more
 
 MAX_CONTENT_BYTES = 1024 * 1024  # a page written through the tools
 MAX_FILE_BYTES = 20 * 1024 * 1024  # a page file on disk that is still indexed

@@ -27,6 +27,7 @@ from lore_mcp.models import (
     GraphResult,
     LinkedCount,
     Neighbourhood,
+    PageHistory,
     PageList,
     RenameResult,
     SaveResult,
@@ -285,8 +286,8 @@ def _saved(result: SaveResult, console: Console) -> None:
 @show.register
 def _deleted(result: DeleteResult, console: Console) -> None:
     console.print(Text.assemble("Deleted ", _slug(result.slug), f" ({result.path})"))
-    if result.trash_path:
-        console.print(Text(f"the file is in {result.trash_path}"))
+    if result.history_path:
+        console.print(Text(f"its last version is kept in {result.history_path}"))
     if result.became_placeholder:
         console.print(Text("other pages still link to it, so it is now a placeholder"))
 
@@ -305,6 +306,21 @@ def _renamed(result: RenameResult, console: Console) -> None:
             f"{_plural(len(result.rewritten), 'page')}" + (f": {pages}" if pages else "")
         )
     )
+
+
+@show.register
+def _history(result: PageHistory, console: Console) -> None:
+    if not result.versions:
+        console.print(Text(f"No kept versions of {result.path}."))
+        return
+    table = _table("version", "kept (UTC)", "tool", "door", "size", "sha256")
+    for v in result.versions:
+        when = v.time[:19].replace("T", " ")
+        table.add_row(str(v.number), when, v.tool, v.door, str(v.size), v.hash[:12])
+    console.print(
+        Text(f"{result.path}: {_plural(len(result.versions), 'kept version')}, newest first")
+    )
+    console.print(table)
 
 
 @show.register
@@ -334,7 +350,7 @@ def _change(record: AuditRecord) -> Text:
     if record.before is None:
         parts = [f"created {short(record.after)}"]
     elif record.after is None:
-        parts = [f"deleted {short(record.before)}, now in {record.trash_path or 'nowhere'}"]
+        parts = [f"deleted {short(record.before)}, kept in {record.history_path or 'nowhere'}"]
     else:
         parts = [f"{short(record.before)} -> {short(record.after)}"]
     if record.rewritten:
@@ -405,6 +421,13 @@ def doctor(report: DoctorReport, console: Console) -> None:
         "Orphans (no links in or out)",
         ("slug", "file"),
         [(o.slug, o.path) for o in report.orphans],
+    )
+    console.print()
+    console.print(
+        Text(
+            f"history: {_plural(report.history_versions, 'kept version')}, "
+            f"{report.history_bytes / 1e6:.1f} MB in .lore/history/"
+        )
     )
     verdict = f"{_plural(report.errors, 'error')}, {_plural(report.warnings, 'warning')}"
     console.print()

@@ -92,3 +92,15 @@ class FileVanishedError(PageNotFoundError):
             "index has caught up with that. Nothing else was changed; repeat the call "
             "if it still makes sense.",
         )
+
+
+class ConflictError(LoreError):
+    """The file is not what the caller last read (`expected_hash` differs)."""
+
+    def __init__(self, rel_path: str, current: str | None) -> None:
+        self.current = current
+        now = f"its hash is now {current}" if current else "it no longer exists"
+        super().__init__(
+            f"{rel_path!r} changed since you read it ({now}). Nothing was written; read the "
+            "page again and repeat the change on what it holds now."
+        )

@@ -59,6 +59,16 @@ class PageView(Budgeted):
         default_factory=list,
         description="Other pages the name could have meant, when it was ambiguous",
     )
+    hash: str | None = Field(
+        default=None,
+        description="sha256 of the file's bytes; pass it as expected_hash to a write so the "
+        "write fails if the page changed since; null for a placeholder",
+    )
+    passed_over_for: str | None = Field(
+        default=None,
+        description="Set when this file shares its slug with that file, which holds it: this "
+        "one has no links, backlinks or search until one of them is renamed",
+    )
 
 
 class SaveResult(Budgeted):
@@ -70,6 +80,10 @@ class SaveResult(Budgeted):
     created: bool = Field(description="A new file was created")
     promoted: bool = Field(description="A placeholder became a real page")
     unchanged: bool = Field(default=False, description="The content was already identical")
+    hash: str = Field(default="", description="sha256 of the file's bytes now")
+    history_path: str | None = Field(
+        default=None, description="Where the version it replaced is kept (.lore/history/)"
+    )
     links: list[OutgoingLink]
     placeholders_created: list[str]
     placeholders_removed: list[str]
@@ -80,7 +94,10 @@ class DeleteResult(Budgeted):
 
     slug: str
     path: str
-    trash_path: str = Field(description="Where the file went, under .lore/trash/")
+    history_path: str = Field(
+        description="Where the file's last version is kept, under .lore/history/ "
+        "(lore restore brings it back)"
+    )
     became_placeholder: bool = Field(description="Other pages still link here")
     placeholders_created: list[str]
     placeholders_removed: list[str]
@@ -95,6 +112,25 @@ class RenameResult(Budgeted):
     path: str
     rewritten: list[str] = Field(description="Slugs of pages whose links were rewritten")
     links_rewritten: int
+
+
+class PageVersion(BaseModel):
+    """A kept version of a page file."""
+
+    number: int = Field(description="1 is the newest")
+    time: str = Field(description="When it was kept (UTC, ISO 8601)")
+    tool: str = Field(description="The write that replaced it")
+    door: str = Field(description="mcp, cli or api")
+    size: int
+    hash: str = Field(description="sha256 of its bytes")
+    kept: str = Field(description="Where its bytes are, vault-relative")
+
+
+class PageHistory(BaseModel):
+    """The kept versions of a page file, newest first."""
+
+    path: str
+    versions: list[PageVersion]
 
 
 class PageSummary(BaseModel):
@@ -255,7 +291,8 @@ class AmbiguousLink(LinkSite):
 
 
 class SlugCollision(BaseModel):
-    """Two files with one slug: `kept` is indexed, `shadowed` is not."""
+    """Two files with one slug: `kept` is indexed, `shadowed` is not (each stays
+    readable and writable by its exact path)."""
 
     slug: str
     kept: str | None
@@ -285,5 +322,7 @@ class DoctorReport(BaseModel):
     unresolved: list[Unresolved]
     ambiguous: list[AmbiguousLink]
     orphans: list[PageFile]
+    history_versions: int = Field(default=0, description="Page versions kept in .lore/history/")
+    history_bytes: int = Field(default=0, description="Their size")
     errors: int = Field(description="Collisions, invalid UTF-8 and unindexed files")
     warnings: int = Field(description="Placeholders, ambiguous links and orphans")

@@ -90,8 +90,8 @@ def saved(result: SaveResult) -> str:
 
 def deleted(result: DeleteResult) -> str:
     lines = [f"Deleted {result.slug} ({result.path})."]
-    if result.trash_path:
-        lines.append(f"The file is in {result.trash_path}.")
+    if result.history_path:
+        lines.append(f"Its last version is kept in {result.history_path}.")
     if result.became_placeholder:
         lines.append("Other pages still link to it, so it stays on as a placeholder.")
     lines += _placeholder_lines(result.placeholders_created, result.placeholders_removed)

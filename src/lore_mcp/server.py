@@ -79,8 +79,8 @@ GUIDE = (
     "get_backlinks and get_graph with a slug show how a page connects. To remember: "
     "save_page writes a whole page (read it first, then send the full new content); a "
     "[[link]] to a page that does not exist yet becomes a placeholder that save_page can "
-    "fill later. rename_page moves a page and fixes every link to it; delete_page moves "
-    "the file to .lore/trash/. list_pages browses by folder."
+    "fill later. rename_page moves a page and fixes every link to it; delete_page keeps "
+    "the file's last version in the history. list_pages browses by folder."
 )
 
 
@@ -137,6 +137,14 @@ LineOffset = Annotated[
     ),
 ]
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+ExpectedHash = Annotated[
+    str | None,
+    Field(
+        max_length=80,
+        description="The page's hash as read_page gave it: the write fails, changing "
+        "nothing, if the page has changed since (another agent wrote it)",
+    ),
+]
 
 
 def _limit(what: str) -> Any:
@@ -189,33 +197,42 @@ async def read_page(
 
 
 async def save_page(
-    slug: Name, content: Content, ctx: Ctx
+    slug: Name, content: Content, ctx: Ctx, expected_hash: ExpectedHash = None
 ) -> Annotated[CallToolResult, SaveResult]:
     """Write a whole page: create it, overwrite it, or fill in a placeholder.
 
-    The file is created at the slug's path (folders included) when the page is new.
-    Links, search index and graph are updated in the same call, so later calls see the
-    new state. Overwriting needs a name that matches one page only. To edit, read the
-    page first and send the full new content."""
-    saved = await _call(ctx, lambda v: engine.save_page(v, slug, content, door="mcp"))
+    A bare name overwrites the page of that name in any folder, else creates it at the
+    top; a path ('notes/Idea', './Idea', 'Idea.md') means exactly that file. Links,
+    search index and graph are updated in the same call. The version replaced is kept
+    in the history. To edit, read the page first and send the full new content."""
+    saved = await _call(
+        ctx, lambda v: engine.save_page(v, slug, content, door="mcp", expected_hash=expected_hash)
+    )
     return _result(ctx, saved, render.saved)
 
 
-async def delete_page(slug: Name, ctx: Ctx) -> Annotated[CallToolResult, DeleteResult]:
-    """Delete a page. The file is moved to .lore/trash/ in the vault (recoverable by
-    hand). If other pages still link to it, it stays on as a placeholder. The name must
-    match one page only."""
-    deleted = await _call(ctx, lambda v: engine.delete_page(v, slug, door="mcp"))
+async def delete_page(
+    slug: Name, ctx: Ctx, expected_hash: ExpectedHash = None
+) -> Annotated[CallToolResult, DeleteResult]:
+    """Delete a page. Its last version is kept in the vault's history (`lore restore`
+    brings it back). If other pages still link to it, it stays on as a placeholder. The
+    name must match one page only."""
+    deleted = await _call(
+        ctx, lambda v: engine.delete_page(v, slug, door="mcp", expected_hash=expected_hash)
+    )
     return _result(ctx, deleted, render.deleted)
 
 
 async def rename_page(
-    slug: Name, new_name: NewName, ctx: Ctx
+    slug: Name, new_name: NewName, ctx: Ctx, expected_hash: ExpectedHash = None
 ) -> Annotated[CallToolResult, RenameResult]:
     """Rename or move a page and rewrite every [[link]] that pointed at it, in every
     page (aliases, headings and embeds are kept). Nothing is lost. The name must match
     one page only, and the new name must be free."""
-    renamed = await _call(ctx, lambda v: engine.rename_page(v, slug, new_name, door="mcp"))
+    renamed = await _call(
+        ctx,
+        lambda v: engine.rename_page(v, slug, new_name, door="mcp", expected_hash=expected_hash),
+    )
     return _result(ctx, renamed, render.renamed)
 
 

@@ -1,8 +1,11 @@
 """Slugs, titles and the resolution of names to slugs: pure functions, no I/O.
 
 A slug is a page's identity: its vault-relative path without `.md`, each segment
-lowercased and reduced to letters, digits and hyphens. Links and tool arguments are
-resolved to slugs by the rules here.
+lowercased, spaces and underscores made `-`, and the characters that link syntax or
+file systems reserve dropped; every other character stays, so distinct files keep
+distinct slugs (`C++.md` is `c++`, `C.md` is `c`). Links and tool arguments are resolved
+to slugs by the rules here. A looser key (letters and digits only) may help find a page
+for a read or a suggestion; it is never an identity.
 """
 
 from __future__ import annotations
@@ -20,21 +23,39 @@ from lore_mcp.config import MAX_NAME_CHARS, MAX_SEGMENT_CHARS
 from lore_mcp.errors import InvalidNameError, UnsafePathError
 
 CLOSE_CUTOFF = 60  # the least similarity (0-100) of a close spelling
-# Not portable in file names, or (`[ ] # ^ |`) cannot be written inside a [[link]].
-_FORBIDDEN_FILE_CHARS = frozenset('<>:"|?*[]#^')
+# Reserved by link syntax (`[ ] # ^ |`) or by file systems: never in a slug or a new file name.
+RESERVED = frozenset('/\\:*?"<>|#^[]')
 _DASH_RUN = re.compile(r"-{2,}")
+_DRIVE = re.compile(r"^(?:[A-Za-z]:[\\/]|[\\/]{2})")  # C:\..., C:/..., \\server\...
 
 
 @lru_cache(maxsize=65536)
 def slugify(segment: str) -> str:
-    """Normalise one path segment: `My Page_1` → `my-page-1`, `Ünïcode Ω` → `ünïcode-ω`."""
-    text = unicodedata.normalize("NFC", segment.strip().lower())
-    text = "".join(
-        "-" if char in " _" else char
-        for char in text
-        if char in " _-" or char.isalnum() or unicodedata.category(char) in ("Mn", "Mc")
+    """One path segment as a slug: `My Page_1` → `my-page-1`, `C++` → `c++`,
+    `v1.1.0` → `v1.1.0`, `🚀 Launch` → `🚀-launch`, `Ünïcode Ω` → `ünïcode-ω`."""
+    kept = (
+        "-" if char.isspace() or char == "_" else char
+        for char in unicodedata.normalize("NFC", segment.lower())
+        if char not in RESERVED and unicodedata.category(char) != "Cc"
     )
-    return _DASH_RUN.sub("-", text).strip("-")
+    slug = _DASH_RUN.sub("-", "".join(kept)).strip("-").rstrip(".").strip("-")
+    return slug if any(_is_word(char) for char in slug) else ""
+
+
+def _is_word(char: str) -> bool:
+    """A letter, a digit, or a symbol such as an emoji: what a name needs at least one of."""
+    return char.isalnum() or unicodedata.category(char) == "So"
+
+
+@lru_cache(maxsize=65536)
+def loose(segment: str) -> str:
+    """A looser key for finding: letters, digits and hyphens only (`C++` → `c`)."""
+    kept = (
+        "-" if char.isspace() or char == "_" else char
+        for char in unicodedata.normalize("NFC", segment.lower())
+        if char.isalnum() or char in " _-" or unicodedata.category(char) in ("Mn", "Mc")
+    )
+    return _DASH_RUN.sub("-", "".join(kept)).strip("-")
 
 
 def slug_from_path(rel_path: str) -> str:
@@ -108,7 +129,8 @@ def _key(text: str, folder: str | None) -> Key | None:
 
 
 def check_name(name: str) -> None:
-    """Reject names no tool should act on: NUL, invalid Unicode, traversal, dot-folders."""
+    """Reject names no tool should act on: NUL, invalid Unicode, paths that leave the
+    vault (`..`, a drive or a network share) and dot-folders."""
     if "\x00" in name:
         raise InvalidNameError("Page names cannot contain NUL bytes.")
     try:
@@ -118,68 +140,85 @@ def check_name(name: str) -> None:
     if len(name) > MAX_NAME_CHARS:
         raise InvalidNameError(f"Page names are limited to {MAX_NAME_CHARS} characters.")
     for text in (name, unquote(name)):
-        path = text.replace("\\", "/").strip()
-        if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
+        if _DRIVE.match(text.strip()):
             raise UnsafePathError(
-                f"{name!r} is an absolute path; name pages relative to the vault root."
+                f"{name!r} is a path on this machine; name pages inside the vault "
+                "('notes/Idea', or '/notes/Idea' from the vault's top)."
             )
-        parts = [p.strip() for p in path.split("/")]
-        if ".." in parts or any(p.startswith("..") and p.strip(".") == "" for p in parts):
+        parts = [p.strip() for p in text.replace("\\", "/").split("/")]
+        if any(p.startswith("..") and not p.strip(".") for p in parts):
             raise UnsafePathError(f"{name!r} leaves the vault; '..' is not allowed in names.")
-        if any(p.startswith(".") and p != "." for p in parts if p):
+        if any(p.startswith(".") and p != "." for p in parts):
             raise UnsafePathError(
                 f"{name!r} points into a hidden file or folder; those are not part of the vault."
             )
 
 
-def name_key(name: str) -> Key:
-    """Normalise a page name typed by a caller (title, path or slug) to a lookup key."""
+@dataclass(frozen=True, slots=True)
+class Name:
+    """A page name as a tool got it. `explicit` when it is a path (a folder part, a
+    leading `./` or `/`, or a trailing `.md`): that names exactly one place. Only a
+    bare name may find a page in another folder."""
+
+    text: str  # as given, with `/` for `\\` and without `./`, `/` and `.md`
+    key: Key
+    explicit: bool
+
+
+def parse_name(name: str) -> Name:
+    """A page name typed by a caller (title, path or slug), checked and keyed."""
     check_name(name)
     text = name.strip().replace("\\", "/")
-    if text.startswith("./"):
-        text = text[2:]
-    key = target_key(text)
-    if key is None:
+    explicit = text.startswith(("./", "/")) or "/" in text or text.lower().endswith(".md")
+    text = text.removeprefix("./").lstrip("/")
+    if text.lower().endswith(".md"):
+        text = text[:-3]
+    parts = [slugify(part) for part in text.split("/") if part.strip() not in ("", ".")]
+    if not parts or not all(parts):
         raise InvalidNameError(
-            f"{name!r} has no letters or digits, so it cannot name a page. "
+            f"{name!r} has no letters or digits in a part of it, so it cannot name a page. "
             "Use a name such as 'Project Notes' or 'notes/project-notes'."
         )
-    return key
+    return Name(text, Key("/".join(parts), explicit), explicit)
+
+
+def name_key(name: str) -> Key:
+    """The lookup key of a page name typed by a caller."""
+    return parse_name(name).key
+
+
+def file_name(text: str) -> str:
+    """`text` made safe as a file or folder name: reserved and control characters go
+    (`Q: Why?` → `Q Why`), as do spaces and dots at the ends."""
+    kept = "".join(c for c in text if c not in RESERVED and unicodedata.category(c) != "Cc")
+    return kept.strip().rstrip(". ").strip()
 
 
 def file_path_for(name: str) -> str:
-    """The vault-relative file path a new page named `name` gets: `a/My Page` → `a/My Page.md`.
+    """The vault-relative file a new page named `name` gets: `a/My Page` → `a/My Page.md`.
 
-    Segments keep their spelling (so other Markdown tools resolve `[[My Page]]`), minus
-    characters that are not portable in file names or cannot appear in a link.
-    """
-    check_name(name)
-    text = name.strip().replace("\\", "/")
-    if text.lower().endswith(".md"):
-        text = text[:-3]
+    Segments keep their spelling (so other Markdown tools resolve `[[My Page]]`), less
+    what a file name cannot hold."""
     parts: list[str] = []
-    for raw in text.split("/"):
+    for raw in parse_name(name).text.split("/"):
         if raw.strip() in ("", "."):
             continue
-        seg = "".join(c for c in raw.strip() if c not in _FORBIDDEN_FILE_CHARS and c.isprintable())
-        seg = seg.strip().rstrip(".")
-        if seg.startswith("."):  # "<.x" once cleaned: a hidden file, never indexed
+        segment = file_name(raw)
+        if segment.startswith("."):
             raise UnsafePathError(
-                f"{name!r} would make the hidden file or folder {seg!r}; those are not part "
-                "of the vault. Start the name with a letter or digit."
+                f"{name!r} would make the hidden file or folder {segment!r}; those are not "
+                "part of the vault. Start the name with a letter or digit."
             )
-        if len(seg) > MAX_SEGMENT_CHARS:
+        if len(segment) > MAX_SEGMENT_CHARS:
             raise InvalidNameError(
-                f"The segment {seg[:40]!r}… is longer than {MAX_SEGMENT_CHARS} characters."
+                f"The part {segment[:40]!r}… is longer than {MAX_SEGMENT_CHARS} characters."
             )
-        if not slugify(seg):
+        if not slugify(segment):
             raise InvalidNameError(
-                f"{raw!r} in {name!r} has no letters or digits; "
-                "every folder and page name needs some."
+                f"{raw!r} in {name!r} has no letters or digits; every folder and page name "
+                "needs some."
             )
-        parts.append(seg)
-    if not parts:
-        raise InvalidNameError(f"{name!r} does not name a page.")
+        parts.append(segment)
     return "/".join(parts) + ".md"
 
 
@@ -201,28 +240,33 @@ class SlugSet:
     def __init__(self, slugs: Iterable[str] = ()) -> None:
         self._slugs: set[str] = set()
         self._by_last: dict[str, set[str]] = {}
+        self._by_loose: dict[str, set[str]] = {}  # by the loose key of the last segment
         self.update(slugs)
 
     def add(self, slug: str) -> None:
         self._slugs.add(slug)
-        self._by_last.setdefault(slug.rpartition("/")[2], set()).add(slug)
+        last = slug.rpartition("/")[2]
+        self._by_last.setdefault(last, set()).add(slug)
+        self._by_loose.setdefault(loose(last), set()).add(slug)
 
     def update(self, slugs: Iterable[str]) -> None:
         for slug in slugs:
             self.add(slug)
 
     def remove(self, slug: str) -> None:
+        if slug not in self._slugs:
+            return
         self._slugs.discard(slug)
         last = slug.rpartition("/")[2]
-        bucket = self._by_last.get(last)
-        if bucket is not None:
-            bucket.discard(slug)
-            if not bucket:
-                del self._by_last[last]
+        for index, key in ((self._by_last, last), (self._by_loose, loose(last))):
+            index[key].discard(slug)
+            if not index[key]:
+                del index[key]
 
     def clear(self) -> None:
         self._slugs.clear()
         self._by_last.clear()
+        self._by_loose.clear()
 
     def __contains__(self, slug: object) -> bool:
         return slug in self._slugs
@@ -246,6 +290,18 @@ class SlugSet:
         tail = "/" + key.path
         return sorted(
             s for s in self._by_last.get(key.path.rpartition("/")[2], ()) if s.endswith(tail)
+        )
+
+    def matches_loosely(self, key: Key) -> list[str]:
+        """The slugs that match the key when both are reduced to letters and digits:
+        a looser way to find a page, for reads and suggestions only."""
+        wanted = "/".join(loose(part) for part in key.path.split("/"))
+        found = self._by_loose.get(wanted.rpartition("/")[2], ())
+        return sorted(
+            slug
+            for slug in found
+            if (folded := "/".join(loose(part) for part in slug.split("/"))) == wanted
+            or (not key.exact and folded.endswith("/" + wanted))
         )
 
     def link_target(self, key: Key, source_slug: str) -> tuple[str, bool]:

@@ -4,7 +4,7 @@ watcher and the tests all come through here, so the doors cannot drift apart."""
 from lore_mcp.vault.core import Vault
 from lore_mcp.vault.doctor import doctor
 from lore_mcp.vault.open import apply_external_changes, index_vault, open_vault
-from lore_mcp.vault.pages import delete_page, read_page, save_page
+from lore_mcp.vault.pages import delete_page, page_history, read_page, restore_page, save_page
 from lore_mcp.vault.queries import get_backlinks, get_graph, list_pages, search, search_titles
 from lore_mcp.vault.rename import rename_page
 
@@ -18,8 +18,10 @@ __all__ = [
     "index_vault",
     "list_pages",
     "open_vault",
+    "page_history",
     "read_page",
     "rename_page",
+    "restore_page",
     "save_page",
     "search",
     "search_titles",

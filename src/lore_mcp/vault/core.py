@@ -11,7 +11,7 @@ from typing import Protocol
 
 import platformdirs
 
-from lore_mcp.config import DB_NAME, LORE_DIR, MAX_CONTENT_BYTES
+from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR, MAX_CONTENT_BYTES
 from lore_mcp.errors import VaultError
 from lore_mcp.graph import LinkGraph
 from lore_mcp.index import Index
@@ -59,13 +59,16 @@ class Vault:
 
 
 def open_index(root: Path) -> Index:
-    """The index in `<vault>/.lore/`; when the vault cannot hold it (no write permission,
-    a read-only mount), in the user's cache folder instead, so reads still work."""
+    """The index in `<vault>/.lore/cache/`; when the vault cannot hold it (no write
+    permission, a read-only mount), in the user's cache folder instead, so reads still
+    work."""
     lore = root / LORE_DIR
     problem = "the folder is not writable"
     if os.access(lore if lore.is_dir() else root, os.W_OK):
+        for suffix in ("", "-wal", "-shm"):  # where versions before 0.2 kept the index
+            (lore / f"{DB_NAME}{suffix}").unlink(missing_ok=True)
         try:
-            return Index(lore / DB_NAME)
+            return Index(lore / CACHE_DIR / DB_NAME)
         except OSError as exc:
             problem = exc.strerror or str(exc)
     cache = Path(platformdirs.user_cache_dir("lore-mcp")) / content_hash(os.fsencode(root))

@@ -22,6 +22,7 @@ from lore_mcp.models import (
     Unresolved,
 )
 from lore_mcp.slugs import Key, slug_from_path
+from lore_mcp.vault import history
 from lore_mcp.vault.core import Vault
 from lore_mcp.vault.files import scan_files
 from lore_mcp.vault.open import reading
@@ -57,6 +58,7 @@ def _diagnose(vault: Vault) -> DoctorReport:
     collisions = [SlugCollision(slug=s, kept=paths.get(s), shadowed=p) for p, s in shadowed]
     invalid = [PageFile(slug=p.slug, path=p.path) for p in pages if p.bad_utf8 and p.path]
     unindexed = _unindexed(vault.root, pages, shadowed)
+    versions, kept_bytes = history.size(vault.root)
     unresolved = [Unresolved(slug=s, title=titles.get(s, s), links=v) for s, v in sites.items()]
     return DoctorReport(
         vault=str(vault.root),
@@ -69,6 +71,8 @@ def _diagnose(vault: Vault) -> DoctorReport:
         unresolved=sorted(unresolved, key=lambda u: u.slug),
         ambiguous=ambiguous,
         orphans=[PageFile(slug=s, path=paths.get(s, "")) for s in orphans],
+        history_versions=versions,
+        history_bytes=kept_bytes,
         errors=len(collisions) + len(invalid) + len(unindexed),
         warnings=len(unresolved) + len(ambiguous) + len(orphans),
     )

@@ -15,7 +15,7 @@ from lore_mcp import links
 from lore_mcp.config import LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
 from lore_mcp.errors import VaultError
 from lore_mcp.index import LinkRow, PageRow
-from lore_mcp.slugs import is_hidden, slug_from_path, target_key, title_from_path
+from lore_mcp.slugs import is_hidden, slug_from_path, slugify, target_key, title_from_path
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,25 @@ def read_page_file(root: Path, rel_path: str) -> Parsed | None:
         log.warning("skipping %s: %s", rel_path, exc)
         return None
     return parse(rel_path, data, st.st_size, st.st_mtime_ns)
+
+
+def spelled_on_disk(root: Path, rel: str) -> str:
+    """`rel` with each folder spelled as the existing folder of the same slug is: a new
+    page in `projects/` lands in `Projects/` when that is there."""
+    *folders, name = rel.split("/")
+    spelled: list[str] = []
+    for segment in folders:
+        here = root.joinpath(*spelled)
+        if (here / segment).is_dir():
+            spelled.append(segment)
+            continue
+        try:
+            names = sorted(e.name for e in os.scandir(here) if e.is_dir(follow_symlinks=False))
+        except OSError:
+            names = []
+        same = (n for n in names if not n.startswith(".") and slugify(n) == slugify(segment))
+        spelled.append(next(same, segment))
+    return "/".join([*spelled, name])
 
 
 def ignored(rel_path: str) -> bool:

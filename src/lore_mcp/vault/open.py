@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lore_mcp.errors import FileVanishedError, VaultError
 from lore_mcp.models import SyncReport
-from lore_mcp.vault import sync
+from lore_mcp.vault import journal, sync
 from lore_mcp.vault.core import Vault, open_index
 from lore_mcp.vault.files import ignored
 
@@ -49,6 +49,7 @@ def index_vault(vault: Vault, progress: sync.Progress | None = None) -> SyncRepo
     try:
         with vault.lock, vault.index.write(), _no_cycle_collection():
             sync.load(vault)
+            journal.recover(vault.root)  # the pass below takes in what it finishes
             report = sync.sync(vault, progress=progress)
     finally:
         vault.ready.set()
@@ -113,6 +114,8 @@ def writing(vault: Vault, check_read_only: bool = True) -> Iterator[None]:
         try:
             with vault.index.write():
                 sync.refresh(vault)
+                if touched := journal.recover(vault.root):  # a rename another process left
+                    sync.sync(vault, scope=touched)
                 yield
         except BaseException as exc:
             if vault.generation != generation:  # the graph holds what the index rolled back

@@ -1,60 +1,93 @@
-"""Reading, saving and deleting one page."""
+"""Reading, saving, deleting and restoring one page.
+
+A write changes exactly the one file its name means (see `names`), keeps the bytes it
+replaces in the history, then lets `sync` take the file in, so the index, the graph and
+the placeholders follow as for any other change to the files.
+"""
 
 from __future__ import annotations
 
-import time
-import uuid
+from dataclasses import dataclass
 
 from lore_mcp import audit
-from lore_mcp.config import LORE_DIR
 from lore_mcp.errors import (
+    ConflictError,
     ContentTooLargeError,
     FileVanishedError,
     InvalidArgumentError,
-    LoreError,
     PageNotFoundError,
     UnsafePathError,
     VaultError,
 )
 from lore_mcp.links import split_lines
-from lore_mcp.models import DeleteResult, OutgoingLink, PageRef, PageView, SaveResult
-from lore_mcp.slugs import file_path_for, parent, slug_from_path, title_from_path
-from lore_mcp.vault import files, names, sync
+from lore_mcp.models import (
+    DeleteResult,
+    OutgoingLink,
+    PageHistory,
+    PageRef,
+    PageVersion,
+    PageView,
+    SaveResult,
+)
+from lore_mcp.slugs import parse_name, slug_from_path, title_from_path
+from lore_mcp.vault import files, history, names, sync
 from lore_mcp.vault.core import Vault
 from lore_mcp.vault.open import reading, writing
-
-TRASH_DIR = "trash"
 
 
 def read_page(vault: Vault, name: str, offset: int = 0) -> PageView:
     """A page's Markdown from line `offset` on (0: all of it), its backlinks and its
     outgoing links. A placeholder reads as empty content plus who links to it."""
     with reading(vault):
+        if (rel := names.passed_over(vault, name)) is not None:
+            return _passed_over(vault, rel, offset)
         slug, alternatives = names.for_reading(vault, name)
         row = vault.index.pages.get(slug)
         if row is None:
             raise PageNotFoundError(name)
-        content = "" if row.path is None else read_text(vault, row.path)
-        lines = split_lines(content)
-        if offset < 0 or (offset and offset >= len(lines)):
-            raise InvalidArgumentError(
-                f"offset={offset} is past the end: {slug!r} has {len(lines)} lines. "
-                "Read it from offset=0."
-            )
-        return PageView(
-            slug=slug,
-            title=row.title,
-            path=row.path,
-            content="".join(lines[offset:]) if offset else content,
-            offset=offset,
-            total_lines=len(lines),
-            is_placeholder=row.is_placeholder,
-            backlinks=[
-                PageRef(slug=s, title=vault.graph.title(s)) for s in vault.graph.linking_to(slug)
-            ],
-            links=outgoing(vault, slug),
-            alternatives=alternatives,
+        data = None if row.path is None else read_bytes(vault, row.path)
+        view = _view(slug, row.title, row.path, data, offset)
+        return view.model_copy(
+            update={
+                "is_placeholder": row.is_placeholder,
+                "backlinks": [
+                    PageRef(slug=s, title=vault.graph.title(s))
+                    for s in vault.graph.linking_to(slug)
+                ],
+                "links": outgoing(vault, slug),
+                "alternatives": alternatives,
+            }
         )
+
+
+def _passed_over(vault: Vault, rel: str, offset: int) -> PageView:
+    """A file that shares its slug with the page holding it: its text, and which file
+    that is."""
+    view = _view(slug_from_path(rel), title_from_path(rel), rel, read_bytes(vault, rel), offset)
+    holder = vault.index.pages.get(view.slug)
+    return view.model_copy(update={"passed_over_for": holder.path if holder else None})
+
+
+def _view(slug: str, title: str, rel: str | None, data: bytes | None, offset: int) -> PageView:
+    content = "" if data is None else files.decode(data)[0].removeprefix("\ufeff")
+    lines = split_lines(content)
+    if offset < 0 or (offset and offset >= len(lines)):
+        raise InvalidArgumentError(
+            f"offset={offset} is past the end: {slug!r} has {len(lines)} lines. "
+            "Read it from offset=0."
+        )
+    return PageView(
+        slug=slug,
+        title=title,
+        path=rel,
+        content="".join(lines[offset:]) if offset else content,
+        offset=offset,
+        total_lines=len(lines),
+        is_placeholder=data is None,
+        backlinks=[],
+        links=[],
+        hash=None if data is None else files.content_hash(data),
+    )
 
 
 def outgoing(vault: Vault, slug: str) -> list[OutgoingLink]:
@@ -71,19 +104,41 @@ def outgoing(vault: Vault, slug: str) -> list[OutgoingLink]:
     ]
 
 
-def read_text(vault: Vault, rel_path: str) -> str:
-    """A page file's text (a byte-order mark dropped; bytes that are not UTF-8 replaced)."""
+def read_bytes(vault: Vault, rel: str) -> bytes:
+    """A page file's bytes."""
     try:
-        data = (vault.root / rel_path).read_bytes()
+        return (vault.root / rel).read_bytes()
     except FileNotFoundError:
-        raise FileVanishedError(rel_path) from None
+        raise FileVanishedError(rel) from None
     except OSError as exc:
-        raise VaultError(f"Cannot read {rel_path!r}: {exc.strerror or exc}.") from exc
-    text, _ = files.decode(data)
-    return text.removeprefix("\ufeff")
+        raise VaultError(f"Cannot read {rel!r}: {exc.strerror or exc}.") from exc
 
 
-def _encode(vault: Vault, content: str) -> bytes:
+def read_text(vault: Vault, rel: str) -> str:
+    """A page file's text (a byte-order mark dropped; bytes that are not UTF-8 replaced)."""
+    return files.decode(read_bytes(vault, rel))[0].removeprefix("\ufeff")
+
+
+def current_bytes(vault: Vault, rel: str) -> bytes | None:
+    """What the file holds now; None when there is no file."""
+    try:
+        return (vault.root / rel).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise VaultError(f"Cannot read {rel!r}: {exc.strerror or exc}.") from exc
+
+
+def check_expected(rel: str, current: bytes | None, expected_hash: str | None) -> None:
+    """Refuse a write when the caller's `expected_hash` is not the file's hash."""
+    if expected_hash is None:
+        return
+    now = None if current is None else files.content_hash(current)
+    if now != expected_hash.strip().lower().removeprefix("sha256:"):
+        raise ConflictError(rel, now)
+
+
+def encode(vault: Vault, content: str) -> bytes:
     if "\x00" in content:
         raise InvalidArgumentError("Content cannot contain NUL bytes.")
     try:
@@ -95,14 +150,6 @@ def _encode(vault: Vault, content: str) -> bytes:
     if len(data) > vault.max_content_bytes:
         raise ContentTooLargeError(len(data), vault.max_content_bytes)
     return data
-
-
-def page_path(vault: Vault, slug: str) -> str:
-    """The file of a real page."""
-    row = vault.index.pages.get(slug)
-    if row is None or row.path is None:
-        raise PageNotFoundError(slug)
-    return row.path
 
 
 def check_inside(vault: Vault, rel: str) -> None:
@@ -117,162 +164,186 @@ def check_inside(vault: Vault, rel: str) -> None:
         )
 
 
-def save_page(vault: Vault, name: str, content: str, *, door: str = "api") -> SaveResult:
-    """Create, overwrite or promote the page `name`, then reindex it in the same call.
-    A change is recorded in the audit log as made through `door`."""
+@dataclass(frozen=True, slots=True)
+class Write:
+    """Who writes, for the history and the audit log."""
+
+    tool: str
+    door: str
+
+
+def save_page(
+    vault: Vault,
+    name: str,
+    content: str,
+    *,
+    door: str = "api",
+    expected_hash: str | None = None,
+) -> SaveResult:
+    """Create, overwrite or fill (a placeholder) the page `name`, then reindex it in the
+    same call. A change is kept in the history and recorded in the audit log."""
     with writing(vault):
-        data = _encode(vault, content)
-        slug = names.page_for_writing(vault, name)
-        created = promoted = False
-        if slug is not None:
-            rel = page_path(vault, slug)
-        elif (placeholder := names.placeholder_for_writing(vault, name)) is not None:
-            slug, rel, promoted = placeholder, _promotion_path(vault, placeholder), True
-        else:
-            rel = file_path_for(name)
-            slug, created = slug_from_path(rel), True
-        if (created or promoted) and (vault.root / rel).exists():
-            sync.sync(vault, scope=[rel])  # written outside, not indexed yet?
-            if slug in vault.pages:
-                created = promoted = False
-        if created or promoted:
-            _check_new_file(vault, rel)
-        old = vault.index.pages.get(slug)
-        path = vault.root / rel
-        applied = sync.Applied()
-        unchanged = (
-            old is not None
-            and old.path == rel
-            and path.is_file()
-            and old.hash == files.content_hash(data)
+        data = encode(vault, content)
+        return write_page(
+            vault, _target(vault, name), data, Write("save_page", door), expected_hash
         )
-        if not unchanged:
-            before = audit.file_hash(path)
-            files.atomic_write(path, data)
-            st = path.stat()
-            applied = sync.apply(vault, [files.parse(rel, data, st.st_size, st.st_mtime_ns)])
-            audit.append(
-                vault.root,
-                audit.AuditRecord(
-                    door=door,
-                    tool="save_page",
-                    slug=slug,
-                    path=rel,
-                    before=before,
-                    after=audit.data_hash(data),
-                    placeholders_created=applied.created,
-                    placeholders_removed=applied.removed,
-                ),
+
+
+def _target(vault: Vault, name: str) -> names.Target:
+    """The file a save of `name` writes; a file written outside and not indexed yet is
+    taken in first."""
+    target = names.for_writing(vault, name)
+    if not target.exists and (vault.root / target.rel).exists():
+        sync.sync_files(vault, [target.rel])
+        target = names.for_writing(vault, name)
+        if not target.exists:
+            raise VaultError(
+                f"A file already exists at {target.rel!r} but is not indexed (it is too large "
+                "or a symbolic link leading outside the vault; `lore doctor` says which). It "
+                "was left as it is; choose another name."
             )
-        return SaveResult(
-            slug=slug,
-            title=title_from_path(rel),
-            path=rel,
-            created=created,
-            promoted=promoted,
-            unchanged=unchanged,
-            links=outgoing(vault, slug),
-            placeholders_created=applied.created,
-            placeholders_removed=applied.removed,
+    return target
+
+
+def write_page(
+    vault: Vault, target: names.Target, data: bytes, who: Write, expected_hash: str | None
+) -> SaveResult:
+    """Put `data` in the target's file: keep what it replaces, write, take it in."""
+    if not target.exists:
+        check_inside(vault, target.rel)
+    current = current_bytes(vault, target.rel)
+    check_expected(target.rel, current, expected_hash)
+    applied = sync.Applied()
+    kept = None
+    if current != data:
+        if current is not None:
+            kept = history.keep(vault.root, target.rel, current, who.tool, who.door)
+        files.atomic_write(vault.root / target.rel, data)
+        applied = sync.sync_files(vault, [target.rel])
+        audit.append(
+            vault.root,
+            audit.AuditRecord(
+                door=who.door,
+                tool=who.tool,
+                slug=target.slug,
+                path=target.rel,
+                before=None if current is None else audit.data_hash(current),
+                after=audit.data_hash(data),
+                placeholders_created=applied.created,
+                placeholders_removed=applied.removed,
+            ),
         )
+    return SaveResult(
+        slug=target.slug,
+        title=title_from_path(target.rel),
+        path=target.rel,
+        created=current is None and not target.placeholder,
+        promoted=current is None and target.placeholder,
+        unchanged=current == data,
+        hash=files.content_hash(data),
+        history_path=kept,
+        links=outgoing(vault, target.slug) if target.indexed else [],
+        placeholders_created=applied.created,
+        placeholders_removed=applied.removed,
+    )
 
 
-def _check_new_file(vault: Vault, rel: str) -> None:
-    """A new page's file must land inside the vault and must not replace a file the
-    index does not hold (too large, a symlink leading out, a slug collision)."""
-    check_inside(vault, rel)
-    path = vault.root / rel
-    if path.exists() or path.is_symlink():
-        raise VaultError(
-            f"A file already exists at {rel!r} but is not indexed (it is too large, a "
-            "symbolic link leading outside the vault, or shares its slug with another "
-            "file; `lore doctor` says which). It was left as it is; choose another name."
-        )
-
-
-def _promotion_path(vault: Vault, slug: str) -> str:
-    """The file a promoted placeholder gets: named as its first link wrote it."""
-    row = vault.index.pages.get(slug)
-    title = row.title if row is not None else slug.rpartition("/")[2]
-    first = vault.index.links.first_targets([slug]).get(slug)
-    if first is not None and not first.lstrip().startswith(("./", "../", "/")):
-        written = first.strip().replace("\\", "/")
-        try:
-            candidate = file_path_for(written)
-            if slug_from_path(candidate) == slug:
-                return candidate
-        except LoreError:
-            pass
-    folder = parent(slug)
-    for sibling in vault.pages:
-        if folder and parent(sibling) == folder:
-            sibling_row = vault.index.pages.get(sibling)
-            if sibling_row is not None and sibling_row.path is not None:
-                return f"{sibling_row.path.rpartition('/')[0]}/{file_path_for(title)}"
-    return file_path_for(f"{folder}/{title}" if folder else title)
-
-
-def delete_page(vault: Vault, name: str, *, door: str = "api") -> DeleteResult:
-    """Move the page's file to `.lore/trash/` and drop it from index and graph. If other
-    pages still link to it, it stays on as a placeholder. Recorded in the audit log."""
+def delete_page(
+    vault: Vault, name: str, *, door: str = "api", expected_hash: str | None = None
+) -> DeleteResult:
+    """Delete the page's file, its last version kept in the history, and drop it from
+    index and graph. If other pages still link to it, it stays on as a placeholder."""
     with writing(vault):
-        slug = names.page_for_writing(vault, name)
-        if slug is None:
-            if names.placeholder_for_writing(vault, name) is not None:
-                raise LoreError(
-                    f"{name!r} is a placeholder: no file exists, so there is nothing to "
-                    "delete. It goes away by itself when no page links to it."
-                )
-            slug = names.existing_page(vault, name)
-        rel = page_path(vault, slug)
-        before = audit.file_hash(vault.root / rel)
-        trash = _trash(vault, rel)
-        applied = sync.apply(vault, [], [slug])
-        if settle_shared_slug(vault, slug):  # a file that shared the slug is the page now
-            applied.created = [s for s in applied.created if s != slug]
+        parsed = parse_name(name)
+        if parsed.key.path in vault.placeholders and parsed.key.path not in vault.pages:
+            raise VaultError(
+                f"{name!r} is a placeholder: no file exists, so there is nothing to "
+                "delete. It goes away by itself when no page links to it."
+            )
+        target = names.existing(vault, name)
+        current = read_bytes(vault, target.rel)
+        check_expected(target.rel, current, expected_hash)
+        kept = history.keep(vault.root, target.rel, current, "delete_page", door)
+        try:
+            (vault.root / target.rel).unlink()
+        except OSError as exc:
+            raise VaultError(f"Cannot delete {target.rel!r}: {exc.strerror or exc}.") from exc
+        files.fsync_dir((vault.root / target.rel).parent)
+        applied = sync.sync_files(vault, [target.rel])
         audit.append(
             vault.root,
             audit.AuditRecord(
                 door=door,
                 tool="delete_page",
-                slug=slug,
-                path=rel,
-                before=before,
+                slug=target.slug,
+                path=target.rel,
+                before=audit.data_hash(current),
                 after=None,
-                trash_path=trash or None,
+                history_path=kept,
                 placeholders_created=applied.created,
                 placeholders_removed=applied.removed,
             ),
         )
         return DeleteResult(
-            slug=slug,
-            path=rel,
-            trash_path=trash,
-            became_placeholder=slug in vault.placeholders or bool(applied.created),
+            slug=target.slug,
+            path=target.rel,
+            history_path=kept,
+            became_placeholder=target.slug in vault.placeholders,
             placeholders_created=applied.created,
             placeholders_removed=applied.removed,
         )
 
 
-def settle_shared_slug(vault: Vault, slug: str) -> bool:
-    """After the file holding `slug` went or moved: files that share the slug and were
-    passed over compete again, as in a fresh index. True if one of them now holds it."""
-    waiting = [path for path, shadowed in vault.index.pages.shadowed() if shadowed == slug]
-    if not waiting:
-        return False
-    sync.sync(vault, scope=waiting)
-    return slug in vault.pages
+def page_history(vault: Vault, name: str) -> PageHistory:
+    """The kept versions of the page `name` (which may be deleted), newest first."""
+    with reading(vault):
+        rel = _history_path(vault, name)
+        return PageHistory(
+            path=rel,
+            versions=[
+                PageVersion(
+                    number=v.number,
+                    time=v.time.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                    tool=v.tool,
+                    door=v.door,
+                    size=v.size,
+                    hash=v.hash(vault.root),
+                    kept=v.kept,
+                )
+                for v in history.versions(vault.root, rel)
+            ],
+        )
 
 
-def _trash(vault: Vault, rel: str) -> str:
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    dest_rel = f"{LORE_DIR}/{TRASH_DIR}/{stamp}-{uuid.uuid4().hex[:8]}/{rel}"
-    dest = vault.root / dest_rel
+def restore_page(vault: Vault, name: str, version: int = 1, *, door: str = "api") -> SaveResult:
+    """Put a kept version of a page back, through a save (so links and index follow, and
+    the version it replaces is kept in turn)."""
+    with writing(vault):
+        rel = _history_path(vault, name)
+        kept = history.versions(vault.root, rel)
+        if not 1 <= version <= len(kept):
+            raise InvalidArgumentError(
+                f"{rel!r} has {len(kept)} kept versions; ask for one from 1 (the newest) "
+                f"to {len(kept)}."
+            )
+        target = names.for_writing(vault, "/" + rel)
+        return write_page(
+            vault, target, kept[version - 1].read(vault.root), Write("restore_page", door), None
+        )
+
+
+def _history_path(vault: Vault, name: str) -> str:
+    """The page file whose history `name` asks for: a page's file, or a file that has
+    kept versions (a deleted page)."""
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        (vault.root / rel).replace(dest)
-    except FileNotFoundError:
-        return ""
-    except OSError as exc:
-        raise VaultError(f"Cannot move {rel!r} to the trash: {exc.strerror or exc}.") from exc
-    return dest_rel
+        target = names.for_writing(vault, name)
+    except PageNotFoundError:
+        target = None
+    if target is not None and (target.exists or history.versions(vault.root, target.rel)):
+        return target.rel
+    key = parse_name(name).key.path
+    for rel in history.page_paths(vault.root):
+        slug = slug_from_path(rel)
+        if slug == key or slug.endswith("/" + key):
+            return rel
+    raise PageNotFoundError(name, names.suggest(vault, parse_name(name).key))

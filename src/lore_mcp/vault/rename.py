@@ -1,24 +1,43 @@
-"""Renaming and moving a page, and rewriting the links that pointed at it."""
+"""Renaming and moving a page, and rewriting the links that pointed at it.
+
+Every file the rename changes is kept in the history first; then the moves and the new
+bytes are written down (`journal`) before any file changes, so the rename happens as one.
+"""
 
 from __future__ import annotations
 
 from lore_mcp import audit, links
-from lore_mcp.errors import FileVanishedError, InvalidArgumentError, PageExistsError, VaultError
+from lore_mcp.errors import InvalidArgumentError, PageExistsError
 from lore_mcp.models import RenameResult
-from lore_mcp.slugs import SlugSet, file_path_for, slug_from_path, target_key, title_from_path
-from lore_mcp.vault import files, names, sync
+from lore_mcp.slugs import (
+    SlugSet,
+    file_path_for,
+    parse_name,
+    slug_from_path,
+    target_key,
+    title_from_path,
+)
+from lore_mcp.vault import history, journal, names, sync
 from lore_mcp.vault.core import Vault
+from lore_mcp.vault.files import spelled_on_disk
 from lore_mcp.vault.open import writing
-from lore_mcp.vault.pages import check_inside, page_path, settle_shared_slug
+from lore_mcp.vault.pages import check_expected, check_inside, read_bytes
 
 
-def rename_page(vault: Vault, name: str, new_name: str, *, door: str = "api") -> RenameResult:
-    """Move a page to a new title or `folder/New Title` and rewrite exactly the links
-    that pointed at it, in every page. Recorded in the audit log."""
+def rename_page(
+    vault: Vault,
+    name: str,
+    new_name: str,
+    *,
+    door: str = "api",
+    expected_hash: str | None = None,
+) -> RenameResult:
+    """Move a page to a new title or `folder/New Title` and rewrite the links that
+    pointed at it, in every page. Kept in the history, recorded in the audit log."""
     with writing(vault):
-        old_slug = names.existing_page(vault, name)
-        old_rel = page_path(vault, old_slug)
-        new_rel = _new_path(old_rel, new_name)
+        source = names.existing(vault, name)
+        old_rel, old_slug = source.rel, source.slug
+        new_rel = spelled_on_disk(vault.root, _new_path(old_rel, new_name))
         new_slug = slug_from_path(new_rel)
         if new_rel == old_rel:
             raise InvalidArgumentError(f"{name!r} is already called {new_name!r}.")
@@ -28,21 +47,22 @@ def rename_page(vault: Vault, name: str, new_name: str, *, door: str = "api") ->
                 f"A page named {new_slug!r} already exists. Pick another name, or merge the "
                 "two pages with save_page and delete_page."
             )
-        rewrites = _plan_rewrites(vault, old_slug, new_slug, new_rel)
-        others = {s: page_path(vault, s) for s in rewrites if s != old_slug}
-        before = audit.hashes(vault.root, [old_rel, *others.values()])
-        _move(vault, old_rel, new_rel)
-        for source, (text, _) in rewrites.items():
-            rel = new_rel if source == old_slug else others[source]
-            files.atomic_write(vault.root / rel, text.encode("utf-8", "surrogateescape"))
-        upserts = [
-            parsed
-            for rel in {new_rel, *others.values()}
-            if (parsed := files.read_page_file(vault.root, rel)) is not None
-        ]
-        applied = sync.apply(vault, upserts, [old_slug])
-        if settle_shared_slug(vault, old_slug):
-            applied.created = [s for s in applied.created if s != old_slug]
+        moved = read_bytes(vault, old_rel)
+        check_expected(old_rel, moved, expected_hash)
+        rewrites = _plan_rewrites(vault, old_slug, new_slug, new_rel) if source.indexed else {}
+        paths = {slug: (new_rel if slug == old_slug else _path(vault, slug)) for slug in rewrites}
+        before = {old_rel: moved} | {
+            paths[slug]: read_bytes(vault, paths[slug]) for slug in rewrites if slug != old_slug
+        }
+        plan = journal.Plan([(old_rel, new_rel)])
+        for slug, (text, _) in rewrites.items():
+            plan.writes[paths[slug]] = text.encode("utf-8", "surrogateescape")
+        for slug in rewrites:
+            was = old_rel if slug == old_slug else paths[slug]
+            history.keep(vault.root, was, before[was], "rename_page", door)
+        journal.run(vault.root, plan)
+        applied = sync.sync_files(vault, plan.paths())
+        others = {slug: paths[slug] for slug in rewrites if slug != old_slug}
         audit.append(
             vault.root,
             audit.renamed(
@@ -51,7 +71,7 @@ def rename_page(vault: Vault, name: str, new_name: str, *, door: str = "api") ->
                 old=(old_slug, old_rel),
                 new=(new_slug, new_rel),
                 others=others,
-                before=before,
+                before={rel: audit.data_hash(data) for rel, data in before.items()},
                 placeholders=(applied.created, applied.removed),
             ),
         )
@@ -65,22 +85,20 @@ def rename_page(vault: Vault, name: str, new_name: str, *, door: str = "api") ->
         )
 
 
+def _path(vault: Vault, slug: str) -> str:
+    row = vault.index.pages.get(slug)
+    assert row is not None and row.path is not None, slug
+    return row.path
+
+
 def _new_path(old_rel: str, new_name: str) -> str:
+    """A new title stays in the page's folder; a path (a folder part, or a leading `/`)
+    is taken from the vault's top."""
     text = new_name.strip().replace("\\", "/")
-    if "/" in text.strip("/"):
+    if "/" in text.removeprefix("./").rstrip("/"):
         return file_path_for(text)
     folder = old_rel.rpartition("/")[0]
-    return f"{folder}/{file_path_for(text)}" if folder else file_path_for(text)
-
-
-def _move(vault: Vault, old_rel: str, new_rel: str) -> None:
-    dest = vault.root / new_rel
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        (vault.root / old_rel).replace(dest)
-    except OSError as exc:
-        raise VaultError(f"Cannot move {old_rel!r} to {new_rel!r}: {exc.strerror or exc}.") from exc
-    files.fsync_dir(dest.parent)
+    return file_path_for(f"{folder}/{parse_name(text).text}" if folder else text)
 
 
 def _plan_rewrites(
@@ -116,17 +134,7 @@ def _plan_rewrites(
 def _read_source(vault: Vault, slug: str) -> tuple[str, list[links.Link]]:
     """A page's text for rewriting: bytes that are not UTF-8 (and a BOM) survive the
     round trip, since only link targets change."""
-    rel = page_path(vault, slug)
-    try:
-        data = (vault.root / rel).read_bytes()
-    except FileNotFoundError:
-        raise FileVanishedError(rel) from None
-    except OSError as exc:
-        raise VaultError(
-            f"Cannot read {rel!r} to rewrite its links: {exc.strerror or exc}. Nothing was "
-            "changed; try again once the file is back."
-        ) from exc
-    text = data.decode("utf-8", errors="surrogateescape")
+    text = read_bytes(vault, _path(vault, slug)).decode("utf-8", errors="surrogateescape")
     return text, links.extract_links(text)
 
 

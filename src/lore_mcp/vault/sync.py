@@ -236,6 +236,18 @@ def sync(
 ) -> SyncReport:
     """Bring the index in line with the files: parse what changed, drop what is gone.
     With `scope` (vault-relative files or folders), only those paths are looked at."""
+    return _sync(vault, scope, progress)[0]
+
+
+def sync_files(vault: Vault, paths: Iterable[str]) -> Applied:
+    """Take in the files (or folders) a write just changed; the placeholders that made
+    and removed."""
+    return _sync(vault, paths, None)[1]
+
+
+def _sync(
+    vault: Vault, scope: Iterable[str] | None, progress: Progress | None
+) -> tuple[SyncReport, Applied]:
     started = time.perf_counter()
     plan = _plan(vault, None if scope is None else sorted(set(scope)))
     counts: dict[str, int] = defaultdict(int)
@@ -256,10 +268,12 @@ def sync(
             if progress is not None:
                 progress(done, len(plan.todo))
 
-    apply(vault, pages(), plan.removals, coming=plan.todo.values())
+    applied = apply(vault, pages(), plan.removals, coming=plan.todo.values())
     if vanished:
-        apply(vault, [], vanished)
-    return SyncReport(
+        more = apply(vault, [], vanished)
+        applied.created += more.created
+        applied.removed += more.removed
+    report = SyncReport(
         pages=len(vault.pages),
         placeholders=len(vault.placeholders),
         links=vault.index.links.count(),
@@ -270,6 +284,7 @@ def sync(
         skipped=plan.skipped,
         seconds=round(time.perf_counter() - started, 3),
     )
+    return report, applied
 
 
 @dataclass(slots=True)

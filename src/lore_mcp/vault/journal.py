@@ -1,0 +1,97 @@
+"""A rename, written down before any file changes: a process killed part-way leaves a
+vault that the next start (or the next write) finishes renaming, never half renamed.
+
+The record (`.lore/rename.json`) holds the moves and the new bytes of every file the
+rename writes. Carrying it out again is harmless: a move is made only while its source
+is still there, and a file is written only while its bytes differ.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lore_mcp.config import JOURNAL_FILE, LORE_DIR
+from lore_mcp.errors import VaultError
+from lore_mcp.vault.files import atomic_write, fsync_dir
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Plan:
+    """File changes made as one: `moves` (old path, new path), then `writes` (path after
+    the moves, new bytes)."""
+
+    moves: list[tuple[str, str]] = field(default_factory=list)
+    writes: dict[str, bytes] = field(default_factory=dict)
+
+    def paths(self) -> list[str]:
+        """Every file the plan touches, before and after."""
+        return sorted({*(p for move in self.moves for p in move), *self.writes})
+
+
+def _record(root: Path) -> Path:
+    return root / LORE_DIR / JOURNAL_FILE
+
+
+def run(root: Path, plan: Plan) -> None:
+    """Write the record, carry the plan out, then drop the record."""
+    document = {
+        "moves": plan.moves,
+        "writes": {
+            rel: base64.b64encode(data).decode("ascii") for rel, data in plan.writes.items()
+        },
+    }
+    atomic_write(_record(root), json.dumps(document).encode("utf-8"))
+    _carry_out(root, plan)
+    _record(root).unlink()
+    fsync_dir(_record(root).parent)
+
+
+def recover(root: Path) -> list[str]:
+    """Finish a rename that a killed process left part-way; the files it touched."""
+    record = _record(root)
+    try:
+        document = json.loads(record.read_bytes())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise VaultError(
+            f"The record of an unfinished rename, {record}, cannot be read ({exc}). Look at "
+            "it, finish or undo the rename by hand, and delete the file."
+        ) from exc
+    plan = Plan(
+        [(old, new) for old, new in document["moves"]],
+        {rel: base64.b64decode(data) for rel, data in document["writes"].items()},
+    )
+    log.warning(
+        "finishing a rename that was interrupted: %s",
+        ", ".join(f"{a} -> {b}" for a, b in plan.moves),
+    )
+    _carry_out(root, plan)
+    record.unlink()
+    return plan.paths()
+
+
+def _carry_out(root: Path, plan: Plan) -> None:
+    for old, new in plan.moves:
+        source, dest = root / old, root / new
+        if source.exists():
+            try:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                source.replace(dest)
+            except OSError as exc:
+                raise VaultError(f"Cannot move {old!r} to {new!r}: {exc.strerror or exc}.") from exc
+            fsync_dir(dest.parent)
+    for rel, data in plan.writes.items():
+        path = root / rel
+        try:
+            current = path.read_bytes()
+        except OSError:
+            current = None
+        if current != data:
+            atomic_write(path, data)
