@@ -27,7 +27,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from lore_mcp.links import split_lines
+from lore_mcp.markdown import split_lines
 from lore_mcp.models import (
     Backlink,
     Backlinks,

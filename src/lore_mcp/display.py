@@ -429,6 +429,13 @@ def doctor(report: DoctorReport, console: Console) -> None:
             f"{report.history_bytes / 1e6:.1f} MB in .lore/history/"
         )
     )
+    _section(
+        console,
+        "warning",
+        "Frontmatter that does not parse (the page has no properties)",
+        ("file", "problem"),
+        [(f.path, f.reason) for f in report.broken_properties],
+    )
     verdict = f"{_plural(report.errors, 'error')}, {_plural(report.warnings, 'warning')}"
     console.print()
     console.print(Text(verdict, style="bold red" if report.errors else "bold green"))

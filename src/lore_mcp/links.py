@@ -1,34 +1,27 @@
-"""The one link parser: wiki links in Markdown, found once, used for everything.
+"""The one link parser: wiki links, Markdown links and tags, found once, used for all.
 
 Indexing, rewriting, backlinks and unlinked mentions all ask `scan` what a page holds.
-markdown-it-py gives the block structure (which lines are prose, which are code, HTML
-or a fence); the prose is then read straight from the source, so every link carries its
-exact place in the text and a rewrite replaces exactly those characters. Pages with no
-block structure worth parsing (prose, fences at the left margin, no indented code or
-HTML) take a line scan instead of markdown-it; a property test holds the two to each
-other.
-
-Pure functions, no I/O.
+The block structure (`markdown`) says which text is prose; the prose is then read
+straight from the source, left to right as markdown-it reads inline text (escapes, code
+spans, HTML and autolinks hide what they hold), so every link carries its exact place
+in the text and a rewrite replaces exactly those characters. Frontmatter is not prose:
+only its wiki links count (Obsidian's property links). Pure functions, no I/O.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from functools import cache
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from urllib.parse import quote, unquote
 
-if TYPE_CHECKING:
-    from markdown_it import MarkdownIt
+from lore_mcp import frontmatter, markdown
 
 _WIKI = re.compile(r"!?\[\[([^\[\]\n\r]+)\]\]")
-_SPECIAL = re.compile(r"[\\`\[!<]")
-_BREAK = re.compile(r"\r\n?|\n")
-_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
+_SPECIAL = re.compile(r"[\\`\[!<#]")
 _ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
-# Inline HTML, comments and autolinks: their text is never a link or a mention.
+# Inline HTML, comments and autolinks: their text is never a link, a tag or a mention.
 _OPAQUE_TAG = re.compile(
     r"<!--.*?-->"
     r"|</?[A-Za-z][A-Za-z0-9-]*(?:\s+[^<>]*)?/?>"
@@ -36,17 +29,26 @@ _OPAQUE_TAG = re.compile(
     r"|<[^<>\s@]+@[^<>\s]+>",
     re.DOTALL,
 )
-_EXTENSION = re.compile(r"\.(?=[0-9]*[A-Za-z])[A-Za-z0-9]{1,5}\Z")
+_TAG = re.compile(r"#([\w/-]+)")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|//")
 _FORBIDDEN_IN_TARGET = frozenset("[]|#^\r\n")
-# Pages without these take the line scan: indented code, HTML blocks, other fences.
-_NEEDS_PARSER = ("\t", "    ", "<", "~~~")
-_FENCE_PREFIX = frozenset(" >*+-0123456789.)")
+_ENCODED_BYTE = re.compile(r"%[89A-Fa-f][0-9A-Fa-f]")  # a byte of a non-ASCII character
+_ESCAPED = {char: f"%{ord(char):02X}" for char in " %()<>"}  # what a raw destination cannot hold
+# The file formats Obsidian opens itself: a link to one is an attachment, not a page.
+ATTACHMENTS = frozenset(
+    {"avif", "bmp", "gif", "jpeg", "jpg", "png", "svg", "webp"}  # images
+    | {"flac", "m4a", "mp3", "ogg", "wav", "webm", "3gp"}  # audio
+    | {"mkv", "mov", "mp4", "ogv"}  # video
+    | {"pdf", "canvas", "base"}
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Link:
-    """One `[[...]]` or `![[...]]`: the target as written (alias and fragment apart),
-    its 1-based line, and where the target stands in the text (`start`, `end`)."""
+    """One `[[...]]`, `![[...]]`, `[text](target)` or `![alt](target)`: the target as
+    written (a Markdown link's URL-decoded), its alias (a Markdown link's text) and
+    fragment, its 1-based line, and where the target stands in the text (`start`,
+    `end`: for a Markdown link, the path as written, encoded or not)."""
 
     target: str
     alias: str | None
@@ -55,6 +57,7 @@ class Link:
     line: int
     start: int = 0
     end: int = 0
+    markdown: bool = False
 
     @property
     def is_same_page(self) -> bool:
@@ -63,175 +66,112 @@ class Link:
 
     @property
     def is_attachment(self) -> bool:
-        """`diagram.png`, `report.PDF`: a final 1-5 character extension that is not `.md`."""
-        if self.target.lower().endswith(".md"):
-            return False
-        return _EXTENSION.search(self.target) is not None
+        """A file Obsidian opens itself (`diagram.png`, `report.PDF`, `board.canvas`)."""
+        name = self.target.replace("\\", "/").rpartition("/")[2]
+        return name.rpartition(".")[2].lower() in ATTACHMENTS if "." in name else False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Scan:
-    """What a page holds: its links, in order, and the spans (start, end) of its text
-    that are not prose (code, HTML, links), for mention search."""
+    """What a page holds: its links and tags, in order; the spans (start, end) of its
+    text that are not prose (code, HTML, links), and the prose itself."""
 
-    links: list[Link]
-    opaque: list[tuple[int, int]]
-    regions: list[tuple[int, int]]  # the prose, as (start, end) offsets
+    links: list[Link] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    opaque: list[tuple[int, int]] = field(default_factory=list)
+    regions: markdown.Regions = field(default_factory=list)
+    frontmatter_end: int = 0
 
 
-def scan(text: str) -> Scan:
-    """Every link outside code, with its place in `text`."""
-    return _simple_scan(text) or _scan_regions(text, _parsed_regions(text))
+def scan(text: str, *, full: bool = False) -> Scan:
+    """Every link and tag outside code, with its place in `text`. `full` always asks
+    markdown-it for the structure (the line scan is taken only when it agrees)."""
+    start = frontmatter.extent(text)
+    found = Scan(frontmatter_end=start)
+    _frontmatter_links(text, start, found)
+    regions = None if full else markdown.simple_regions(text, start)
+    if regions is not None:
+        try:
+            return _read(text, regions, found, strict=True)
+        except _Undecided:
+            found = Scan(frontmatter_end=start)
+            _frontmatter_links(text, start, found)
+    return _read(text, markdown.parsed_regions(text, start), found, strict=False)
 
 
 def extract_links(text: str) -> list[Link]:
-    """Every `[[...]]` and `![[...]]` outside code, in document order."""
-    if "[[" not in text:
+    """Every link outside code, in document order."""
+    if "[" not in text:
         return []
     return scan(text).links
-
-
-# -- block structure -------------------------------------------------------------------
-
-
-def _line_starts(text: str) -> list[int]:
-    """Where each line starts; lines end at LF, CRLF or CR, as markdown-it counts them."""
-    return [0] + [m.end() for m in _BREAK.finditer(text)]
-
-
-def _line_end(text: str, at: int, end: int) -> int:
-    """Where the line holding `at` ends (its line break, or `end`)."""
-    found = _BREAK.search(text, at, end)
-    return end if found is None else found.start()
-
-
-@cache
-def _md() -> MarkdownIt:
-    """markdown-it for block structure only; built on first need, shared by threads."""
-    from markdown_it import MarkdownIt
-
-    md = MarkdownIt("commonmark").enable("table").disable(["inline", "reference"])
-    md.parse("x")  # builds its rule caches before threads share it
-    return md
-
-
-def _parsed_regions(text: str) -> list[tuple[int, int]]:
-    """The prose of `text` by markdown-it: the source lines of each inline token."""
-    starts = _line_starts(text)
-    regions: list[tuple[int, int]] = []
-    for token in _md().parse(text):
-        if token.type == "inline" and token.map:
-            first, last = token.map
-            region = (starts[first], starts[last] if last < len(starts) else len(text))
-            if not regions or regions[-1] != region:  # table cells share their row
-                regions.append(region)
-    return regions
 
 
 class _Undecided(Exception):
     """A line holds something that may end on a later line: the line scan gives up."""
 
 
-def _simple_scan(text: str) -> Scan | None:
-    """The scan of a page whose block structure is plain: no indented code, HTML, or
-    fences but at the left margin, and nothing on a line (a code span, a Markdown link)
-    that could end on another. None when markdown-it must find the structure."""
-    if any(sign in text for sign in _NEEDS_PARSER):
-        return None
-    regions: list[tuple[int, int]] = []
-    pos = search = 0
-    while (at := text.find("```", search)) >= 0:
-        line_start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
-        line_end = _line_end(text, at, len(text))
-        if line_start != at:
-            if _FENCE_PREFIX.issuperset(text[line_start:at]):
-                return None  # a fence in a list or quote, or indented
-            search = line_end  # backticks inside a line: a code span, read as prose
-            continue
-        run = len(text[at:line_end]) - len(text[at:line_end].lstrip("`"))
-        info = text[at + run : line_end]
-        if "`" in info or "|" in info:
-            return None  # a code span at the start of a line, or maybe a table row
-        regions.append((pos, at))
-        pos = search = _fence_end(text, run, line_end)
-        if pos < 0:
-            return None
-    regions.append((pos, len(text)))
-    try:
-        return _scan_regions(text, regions, strict=True)
-    except _Undecided:
-        return None
+def _frontmatter_links(text: str, end: int, found: Scan) -> None:
+    for match in _WIKI.finditer(text, 0, end):
+        _add_wiki(text, match, found)
 
 
-def _fence_end(text: str, run: int, pos: int) -> int:
-    """Where the text after the fence opened by `run` backticks (its content starting
-    after `pos`) goes on: after the closing line (up to three spaces, at least `run`
-    backticks, then only spaces); -1 when it never closes."""
-    while (at := text.find("`" * run, pos)) >= 0:
-        line_start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
-        line_end = _line_end(text, at, len(text))
-        tail = text[at:line_end].rstrip(" ")
-        if at - line_start <= 3 and not text[line_start:at].strip(" ") and not tail.strip("`"):
-            return line_end
-        pos = line_end
-    return -1
-
-
-# -- the prose -------------------------------------------------------------------------
-
-
-def _scan_regions(text: str, regions: list[tuple[int, int]], strict: bool = False) -> Scan:
-    links: list[Link] = []
-    opaque: list[tuple[int, int]] = []
-    starts: list[int] = []
+def _read(text: str, regions: markdown.Regions, found: Scan, strict: bool) -> Scan:
+    found.regions = regions
     for start, end in regions:
-        for found, parts in _scan_prose(text, start, end, opaque, strict):
-            starts = starts or _line_starts(text)
-            links.append(_link(found, parts, bisect_right(starts, found.start())))
-    return Scan(links, opaque, regions)
+        _read_prose(text, start, end, found, strict)
+    starts = markdown.line_starts(text) if found.links else []
+    found.links = [replace(link, line=bisect_right(starts, link.start)) for link in found.links]
+    return found
 
 
-def _scan_prose(
-    text: str, start: int, end: int, opaque: list[tuple[int, int]], strict: bool
-) -> Iterator[tuple[re.Match[str], _Parts]]:
-    """The wiki links in text[start:end], left to right as markdown-it reads inline
-    text: escapes, code spans, HTML and Markdown link destinations hide what they hold.
-    `strict`: nothing may reach past the end of its line; where the answer depends on
-    a later line, raise `_Undecided`."""
+def _read_prose(text: str, start: int, end: int, found: Scan, strict: bool) -> None:
+    """The links and tags in text[start:end]. `strict`: nothing may reach past the end
+    of its line; where the answer depends on a later line, raise `_Undecided`."""
     pos = start
-    skip_at, skip_to = -1, -1  # a Markdown link destination ahead
+    skip_from, skip_to = -1, -1  # a Markdown link's destination: not prose
     while (special := _SPECIAL.search(text, pos, end)) is not None:
         at = special.start()
-        if at == skip_at:
+        if skip_from <= at < skip_to:
             pos = skip_to
             continue
+        limit = markdown.line_end(text, at, end) if strict else end
         char = text[at]
         if char == "\\":
             pos = at + 2 if at + 1 < end and text[at + 1] in _ESCAPABLE else at + 1
         elif char == "`":
-            close = _code_span_end(text, at, _line_end(text, at, end) if strict else end, strict)
-            if close < 0:
-                pos = _run_end(text, at, end)
-            else:
-                opaque.append((at, close))
-                pos = close
+            close = _code_span_end(text, at, limit, strict)
+            pos = _run_end(text, at, end) if close < 0 else close
+            if close >= 0:
+                found.opaque.append((at, close))
         elif char == "<":
             tag = _OPAQUE_TAG.match(text, at, end)
             if tag is not None:
-                opaque.append((at, tag.end()))
-            pos = tag.end() if tag is not None else at + 1
+                found.opaque.append((at, tag.end()))
+            pos = at + 1 if tag is None else tag.end()
+        elif char == "#":
+            pos = _tag(text, at, end, start, found)
         else:
             wiki = _WIKI.match(text, at, end)
-            parts = _parse(wiki) if wiki is not None else None
-            if wiki is not None and parts is not None:
-                opaque.append((at, wiki.end()))
-                yield wiki, parts
+            if wiki is not None and _add_wiki(text, wiki, found):
                 pos = wiki.end()
                 continue
-            limit = _line_end(text, at, end) if strict else end
-            if char == "[" and skip_at < at and (dest := _destination(text, at, limit, strict)):
-                skip_at, skip_to = dest
+            if char == "[" and (parts := _markdown_link(text, at, limit, strict)) is not None:
+                skip_from, skip_to = parts[1], parts[2]
+                _add_markdown(text, at, parts, found)
             pos = at + 1
+
+
+def _tag(text: str, at: int, end: int, start: int, found: Scan) -> int:
+    """An inline `#tag`: after a space or at the start, not only digits."""
+    if at > start and not text[at - 1].isspace():
+        return at + 1
+    match = _TAG.match(text, at, end)
+    if match is None:
+        return at + 1
+    tag = match.group(1).rstrip("/")
+    if tag and not tag.isdigit():
+        found.tags.append(tag)
+    return match.end()
 
 
 def _run_end(text: str, at: int, end: int) -> int:
@@ -255,26 +195,50 @@ def _code_span_end(text: str, at: int, end: int, strict: bool) -> int:
     return -1
 
 
-def _destination(text: str, at: int, end: int, strict: bool) -> tuple[int, int] | None:
-    """For a `[` that opens a Markdown link `[label](destination)`: where the part
-    after the label starts and ends; None when it is not one."""
+# -- wiki links ----------------------------------------------------------------------------
+
+
+def _add_wiki(text: str, match: re.Match[str], found: Scan) -> bool:
+    """Add the wiki link `match` holds; False when it is not one (`[[]]`, `[[|x]]`)."""
+    raw = match.group()
+    prefix = 3 if raw.startswith("!") else 2
+    head, pipe, alias = raw[prefix:-2].partition("|")
+    if pipe and head.endswith("\\"):  # `\|`, the pipe escaped for tables
+        head = head[:-1]
+    cut = min((i for i in (head.find("#"), head.find("^")) if i >= 0), default=len(head))
+    target = head[:cut].strip()
+    rest = head[cut + 1 :] if head[cut : cut + 1] == "#" else head[cut:]  # `^block` keeps `^`
+    fragment = rest.strip() or None
+    if not target and fragment is None:
+        return False
+    start = match.start() + prefix + len(head) - len(head.lstrip())
+    link = Link(target, alias.strip() or None, fragment, prefix == 3, 0, start, start + len(target))
+    found.links.append(link)
+    found.opaque.append((match.start(), match.end()))
+    return True
+
+
+# -- Markdown links --------------------------------------------------------------------------
+
+
+def _markdown_link(
+    text: str, at: int, end: int, strict: bool
+) -> tuple[int, int, int, int, int] | None:
+    """For a `[` that opens `[label](destination "title")`: where the label closes, where
+    the parenthesis opens and closes, and where the destination stands (inside `<>`).
+    None when it is not one."""
     depth, pos = 0, at
     while pos < end:
         char = text[pos]
         if char == "\\":
             pos += 2
             continue
-        if char == "`":
-            close = _code_span_end(text, pos, end, strict)
-            if close > 0:
-                pos = close
-                continue
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-            if depth == 0:
-                break
+        if char == "`" and (close := _code_span_end(text, pos, end, strict)) > 0:
+            pos = close
+            continue
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth == 0:
+            break
         pos += 1
     if depth:
         if strict:
@@ -282,15 +246,48 @@ def _destination(text: str, at: int, end: int, strict: bool) -> tuple[int, int] 
         return None
     if pos + 1 >= end or text[pos + 1] != "(":
         return None
-    close = _closing_paren(text, pos + 2, end)
-    if close < 0 and strict:
-        raise _Undecided
-    return None if close < 0 else (pos + 1, close)
+    first = pos + 2
+    while first < end and text[first] in " \t":
+        first += 1
+    if text.startswith("<", first):
+        last = text.find(">", first, end)
+        if last < 0 or "\n" in text[first:last]:
+            return None
+        dest, after = (first + 1, last), last + 1
+    else:
+        after = _destination_end(text, first, end)
+        dest = (first, after)
+    close = _closing_paren(text, after, end)
+    if close < 0:
+        if strict:
+            raise _Undecided
+        return None
+    return pos, pos + 1, close, dest[0], dest[1]
+
+
+def _destination_end(text: str, pos: int, end: int) -> int:
+    """Where a destination not in `<>` ends: at white space, or an unbalanced `)`."""
+    depth = 0
+    while pos < end:
+        char = text[pos]
+        if char == "\\":
+            pos += 2
+            continue
+        if char.isspace() or ord(char) < 32:
+            break
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            if depth == 0:
+                break
+            depth -= 1
+        pos += 1
+    return min(pos, end)
 
 
 def _closing_paren(text: str, pos: int, end: int) -> int:
-    """After the `)` that closes a link destination opened just before `pos`; -1 if it
-    does not close before `end` or a blank line."""
+    """After the `)` that closes a link destination (and its title); -1 if it does not
+    close before `end` or a blank line."""
     depth = 0
     while pos < end:
         char = text[pos]
@@ -304,65 +301,34 @@ def _closing_paren(text: str, pos: int, end: int) -> int:
                 return pos + 1
             depth -= 1
         elif char == "\n" and text[pos + 1 : pos + 2] in ("\n", "\r", ""):
-            return -1  # a blank line ends the paragraph
+            return -1
         pos += 1
     return -1
 
 
-# -- one link --------------------------------------------------------------------------
+def _add_markdown(text: str, at: int, parts: tuple[int, int, int, int, int], found: Scan) -> None:
+    """Add a Markdown link whose destination is a page or a file in the vault: a relative
+    path, not a URL, not only a `#heading`."""
+    label_end, _, _, first, last = parts
+    written = text[first:last]
+    path, _, fragment = written.partition("#")
+    if not path or path.endswith("/") or _SCHEME.match(path) or "[" in path or "]" in path:
+        return
+    target = unquote(path)
+    if any(ord(char) < 32 for char in target):
+        return
+    embed = at > 0 and text[at - 1] == "!"
+    label = text[at + 1 : label_end].strip() or None
+    link = Link(target, label, unquote(fragment) or None, embed, 0, first, first + len(path), True)
+    found.links.append(link)
 
 
-@dataclass(frozen=True, slots=True)
-class _Parts:
-    target: str
-    alias: str | None
-    fragment: str | None
-    target_start: int  # offset of the target within the match
-
-
-def _parse(match: re.Match[str]) -> _Parts | None:
-    raw = match.group()
-    prefix = 3 if raw.startswith("!") else 2
-    body = raw[prefix:-2]
-    head, pipe, alias = body.partition("|")
-    if pipe and head.endswith("\\"):  # `\|`, the pipe escaped for tables
-        head = head[:-1]
-    cut = min((i for i in (head.find("#"), head.find("^")) if i >= 0), default=len(head))
-    target = head[:cut].strip()
-    rest = head[cut + 1 :] if head[cut : cut + 1] == "#" else head[cut:]  # `^block` keeps `^`
-    fragment = rest.strip() or None
-    if not target and fragment is None:
-        return None
-    return _Parts(target, alias.strip() or None, fragment, prefix + len(head) - len(head.lstrip()))
-
-
-def _link(match: re.Match[str], parts: _Parts, line: int) -> Link:
-    start = match.start() + parts.target_start
-    embed = match.group().startswith("!")
-    return Link(
-        parts.target, parts.alias, parts.fragment, embed, line, start, start + len(parts.target)
-    )
-
-
-# -- rewriting -------------------------------------------------------------------------
+# -- rewriting ------------------------------------------------------------------------------
 
 
 def is_valid_target(target: str) -> bool:
     """Whether `target` can stand inside `[[...]]` and mean the same when read back."""
     return bool(target.strip()) and not _FORBIDDEN_IN_TARGET.intersection(target)
-
-
-def rewrite_links(text: str, new_targets: Mapping[int, str]) -> str:
-    """Replace the targets of the links numbered as in `extract_links`; nothing else changes."""
-    for new in new_targets.values():
-        if not is_valid_target(new):
-            raise ValueError(f"not a valid link target: {new!r}")
-    found = extract_links(text)
-    if any(not 0 <= i < len(found) for i in new_targets):
-        raise IndexError(f"link index out of range: the page has {len(found)} links")
-    return replace_spans(
-        text, {(found[i].start, found[i].end): new for i, new in new_targets.items()}
-    )
 
 
 def replace_spans(text: str, changes: Mapping[tuple[int, int], str]) -> str:
@@ -375,7 +341,35 @@ def replace_spans(text: str, changes: Mapping[tuple[int, int], str]) -> str:
     return "".join([*pieces, text[done:]])
 
 
-# -- mentions --------------------------------------------------------------------------
+def rewrite_links(text: str, new_targets: Mapping[int, str]) -> str:
+    """Replace the targets of the links numbered as in `extract_links`; nothing else
+    changes. The new targets are written as each link needs them (see `written_as`)."""
+    found = extract_links(text)
+    if any(not 0 <= i < len(found) for i in new_targets):
+        raise IndexError(f"link index out of range: the page has {len(found)} links")
+    changes = {}
+    for i, new in new_targets.items():
+        link = found[i]
+        changes[(link.start, link.end)] = written_as(link, text, new)
+    return replace_spans(text, changes)
+
+
+def written_as(link: Link, text: str, target: str) -> str:
+    """`target` as `link` must write it: as it is in a wiki link, URL-encoded in a
+    Markdown link that was (or that cannot hold it raw)."""
+    if not link.markdown:
+        if not is_valid_target(target):
+            raise ValueError(f"not a valid link target: {target!r}")
+        return target
+    written = text[link.start : link.end]
+    if link.start > 0 and text[link.start - 1] == "<" and "%" not in written:
+        return target.replace(">", "%3E")
+    if _ENCODED_BYTE.search(written):  # it was encoded as a URL: encode it all
+        return quote(target, safe="/")
+    return "".join(_ESCAPED.get(char, char) for char in target)
+
+
+# -- mentions --------------------------------------------------------------------------------
 
 # Scripts written without spaces between words: no word boundary is required next to them.
 _UNSPACED = (  # Thai, Lao, Myanmar, Khmer, kana, CJK ideographs, Hangul
@@ -385,45 +379,34 @@ _UNSPACED = (  # Thai, Lao, Myanmar, Khmer, kana, CJK ideographs, Hangul
 _WORD = f"[^\\W_{_UNSPACED}]"
 
 
-def _mention_pattern(phrase: str) -> re.Pattern[str] | None:
-    words = phrase.split()
-    if not words:
-        return None
-    body = r"\s+".join(re.escape(word) for word in words)
-    left = f"(?<!{_WORD})" if re.match(_WORD, words[0][0]) else ""
-    right = f"(?!{_WORD})" if re.match(_WORD, words[-1][-1]) else ""
-    return re.compile(left + body + right, re.IGNORECASE)
+def _mention_pattern(phrases: Iterable[str]) -> re.Pattern[str] | None:
+    bodies = []
+    for phrase in phrases:
+        words = phrase.split()
+        if not words:
+            continue
+        left = f"(?<!{_WORD})" if re.match(_WORD, words[0][0]) else ""
+        right = f"(?!{_WORD})" if re.match(_WORD, words[-1][-1]) else ""
+        bodies.append(left + r"\s+".join(re.escape(word) for word in words) + right)
+    return re.compile("|".join(bodies), re.IGNORECASE) if bodies else None
 
 
-def find_mentions(text: str, phrase: str) -> list[tuple[int, str]]:
-    """Lines where `phrase` appears as words in prose (not in code or links), in order."""
-    pattern = _mention_pattern(phrase)
+def find_mentions(text: str, *phrases: str) -> list[tuple[int, str]]:
+    """Lines where one of `phrases` appears as words in prose (not in code, links or
+    frontmatter), in order."""
+    pattern = _mention_pattern(phrases)
     if pattern is None or not pattern.search(text):
         return []
-    page = _scan_regions(text, _parsed_regions(text))
-    starts = _line_starts(text)
+    page = scan(text, full=True)
     masked = list(text)
     for start, end in page.opaque:
         masked[start:end] = re.sub(r"[^\r\n]", " ", text[start:end])
     prose = "".join(masked)
-    found: set[int] = set()
-    for start, end in page.regions:
-        found.update(bisect_right(starts, m.start()) for m in pattern.finditer(prose, start, end))
-    lines = source_lines(text)
+    starts = markdown.line_starts(text)
+    lines = markdown.source_lines(text)
+    found = {
+        bisect_right(starts, m.start())
+        for start, end in page.regions
+        for m in pattern.finditer(prose, start, end)
+    }
     return [(n, lines[n - 1]) for n in sorted(found)]
-
-
-def source_lines(text: str) -> list[str]:
-    """The lines as links count them: split at LF, CRLF and CR only."""
-    return _BREAK.split(text)
-
-
-def line_text(text: str, line: int) -> str:
-    """The 1-based line's text without its line break; `""` when out of range."""
-    lines = source_lines(text)
-    return lines[line - 1] if 1 <= line <= len(lines) else ""
-
-
-def split_lines(text: str) -> list[str]:
-    """The lines with their line breaks (LF, CRLF or CR, as links count lines)."""
-    return _LINE.findall(text)

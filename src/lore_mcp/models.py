@@ -6,7 +6,7 @@ the doors cannot drift apart.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -59,6 +59,13 @@ class PageView(Budgeted):
         default_factory=list,
         description="Other pages the name could have meant, when it was ambiguous",
     )
+    properties: dict[str, Any] = Field(
+        default_factory=dict, description="The frontmatter's properties (YAML), parsed"
+    )
+    aliases: list[str] = Field(default_factory=list, description="Other names of the page")
+    tags: list[str] = Field(
+        default_factory=list, description="Its tags, from frontmatter and inline #tags"
+    )
     hash: str | None = Field(
         default=None,
         description="sha256 of the file's bytes; pass it as expected_hash to a write so the "
@@ -103,6 +110,17 @@ class DeleteResult(Budgeted):
     placeholders_removed: list[str]
 
 
+class RetargetedLink(BaseModel):
+    """A link whose target changed with a rename without being rewritten: it led to
+    nothing (a placeholder) and now leads to the renamed page."""
+
+    source: str = Field(description="Slug of the page holding the link")
+    line: int
+    target: str = Field(description="The target as written")
+    before: str = Field(description="Where it led before")
+    after: str = Field(description="Where it leads now")
+
+
 class RenameResult(Budgeted):
     """What a rename did."""
 
@@ -112,6 +130,10 @@ class RenameResult(Budgeted):
     path: str
     rewritten: list[str] = Field(description="Slugs of pages whose links were rewritten")
     links_rewritten: int
+    retargeted: list[RetargetedLink] = Field(
+        default_factory=list,
+        description="Links that now lead to the renamed page though they were not rewritten",
+    )
 
 
 class PageVersion(BaseModel):
@@ -322,7 +344,12 @@ class DoctorReport(BaseModel):
     unresolved: list[Unresolved]
     ambiguous: list[AmbiguousLink]
     orphans: list[PageFile]
+    broken_properties: list[UnindexedFile] = Field(
+        default_factory=list, description="Pages whose frontmatter is not YAML that parses"
+    )
     history_versions: int = Field(default=0, description="Page versions kept in .lore/history/")
     history_bytes: int = Field(default=0, description="Their size")
     errors: int = Field(description="Collisions, invalid UTF-8 and unindexed files")
-    warnings: int = Field(description="Placeholders, ambiguous links and orphans")
+    warnings: int = Field(
+        description="Placeholders, ambiguous links, orphans and frontmatter that does not parse"
+    )

@@ -103,6 +103,12 @@ def renamed(result: RenameResult) -> str:
     links = _plural(result.links_rewritten, "link")
     lines.append(f"Rewrote {links} in {_plural(len(result.rewritten), 'page')}:")
     lines += [f"- {slug}" for slug in result.rewritten]
+    if result.retargeted:
+        lines.append(
+            f"{_plural(len(result.retargeted), 'link')} that led nowhere now lead to "
+            f"{result.slug} without being rewritten:"
+        )
+        lines += [f"- {r.source}:{r.line}: [[{r.target}]]" for r in result.retargeted]
     return "\n".join(lines)
 
 

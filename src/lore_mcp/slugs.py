@@ -305,14 +305,9 @@ class SlugSet:
         )
 
     def link_target(self, key: Key, source_slug: str) -> tuple[str, bool]:
-        """Where a link from `source_slug` with this key leads, and whether it was
-        ambiguous; a key that matches no slug here leads to its own path."""
-        found = self.matches(key)
-        if not found:
-            return key.path, False
-        if len(found) == 1:
-            return found[0], False
-        return pick_candidate(found, source_slug), True
+        """Where a link from `source_slug` with this key leads among these slugs alone,
+        and whether it was ambiguous; a key that matches none leads to its own path."""
+        return resolve(self, Aliases(), key, source_slug)
 
     def close_names(self, word: str, count: int) -> list[tuple[float, str]]:
         """Last segments spelled like `word`, as (similarity 0-100, name), closest first."""
@@ -320,3 +315,62 @@ class SlugSet:
             word, self._by_last.keys(), scorer=fuzz.ratio, limit=count, score_cutoff=CLOSE_CUTOFF
         )
         return [(score, name) for name, score, _ in found]
+
+
+class Aliases:
+    """The frontmatter aliases of pages, by alias key: further names a link may use."""
+
+    def __init__(self) -> None:
+        self._pages: dict[str, set[str]] = {}  # alias key -> the pages that have it
+        self._keys: dict[str, set[str]] = {}  # page -> its alias keys
+
+    def give(self, slug: str, aliases: Iterable[str]) -> set[str]:
+        """Give `slug` these aliases (none: take its aliases away); the alias keys that
+        changed, whose links may now lead elsewhere."""
+        new = {found.path for alias in aliases if (found := target_key(alias)) is not None}
+        old = self._keys.pop(slug, set())
+        for gone in old - new:
+            self._pages[gone].discard(slug)
+            if not self._pages[gone]:
+                del self._pages[gone]
+        for came in new - old:
+            self._pages.setdefault(came, set()).add(slug)
+        if new:
+            self._keys[slug] = new
+        return old ^ new
+
+    def pages(self, key: str) -> list[str]:
+        return sorted(self._pages.get(key, ()))
+
+    def of(self, slug: str) -> frozenset[str]:
+        return frozenset(self._keys.get(slug, ()))
+
+    def clear(self) -> None:
+        self._pages.clear()
+        self._keys.clear()
+
+    def moved(self, old: str, new: str) -> Aliases:
+        """A copy in which the page `old` is called `new`."""
+        copy = Aliases()
+        for slug, keys in self._keys.items():
+            copy._keys[new if slug == old else slug] = set(keys)
+            for key in keys:
+                copy._pages.setdefault(key, set()).add(new if slug == old else slug)
+        return copy
+
+
+def resolve(
+    pages: SlugSet, aliases: Aliases, key: Key, source_slug: str | None
+) -> tuple[str, bool]:
+    """Where a link from `source_slug` with this key leads, and whether it was ambiguous:
+    the exact slug, the unique slug that ends with the key, the best of several (see
+    `pick_candidate`), a page that has the key as an alias (paths and file names
+    first, as Obsidian resolves), else the key's own path: a placeholder."""
+    found = pages.matches(key)
+    if not found and not key.exact:
+        found = aliases.pages(key.path)
+    if not found:
+        return key.path, False
+    if len(found) == 1:
+        return found[0], False
+    return pick_candidate(found, source_slug), True

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from lore_mcp.index.search import SEARCH_SCHEMA, SearchTable
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 CHANGELOG_KEEP = 20_000
 _CHANGES_SCHEMA = "CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, slug TEXT NOT NULL);"
 # What SQLite says of a file that is damaged, as opposed to one that is only busy.
@@ -106,9 +106,15 @@ class Index:
 
     # -- pages with their text ----------------------------------------------------------
 
-    def put_pages(self, pages: Sequence[tuple[PageRow, str | None]]) -> None:
-        """Insert or replace page rows; a body (real pages) replaces the page's text."""
-        ids = self.pages.upsert([row for row, _ in pages])
+    def put_pages(
+        self,
+        pages: Sequence[tuple[PageRow, str | None]],
+        aliases: Mapping[str, Sequence[str]] | None = None,
+        tags: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        """Insert or replace page rows, with their aliases and tags; a body (real pages)
+        replaces the page's text."""
+        ids = self.pages.upsert([row for row, _ in pages], aliases, tags)
         self.search.put((ids[row.slug], row.title, body) for row, body in pages if body is not None)
 
     def delete_pages(self, slugs: Sequence[str]) -> None:

@@ -4,7 +4,7 @@ and the files passed over because another file holds their slug."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -22,6 +22,11 @@ CREATE TABLE pages(
     bad_utf8 INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE shadowed(path TEXT PRIMARY KEY, slug TEXT NOT NULL);
+CREATE TABLE aliases(slug TEXT NOT NULL, alias TEXT NOT NULL);
+CREATE INDEX aliases_slug ON aliases(slug);
+CREATE TABLE tags(slug TEXT NOT NULL, tag TEXT NOT NULL);
+CREATE INDEX tags_slug ON tags(slug);
+CREATE INDEX tags_tag ON tags(tag);
 CREATE TABLE names(id INTEGER PRIMARY KEY, key TEXT NOT NULL, slug TEXT NOT NULL);
 CREATE INDEX names_key ON names(key);
 CREATE INDEX names_slug ON names(slug);
@@ -66,10 +71,10 @@ class FileStamp(NamedTuple):
     hash: str
 
 
-def name_keys(row: PageRow) -> set[str]:
-    """What a page is found by in `search_titles`: its slug, the slug's last segment
-    and its title, lowercased."""
-    return {row.slug, row.slug.rpartition("/")[2], row.title.lower()}
+def name_keys(row: PageRow, aliases: Sequence[str] = ()) -> set[str]:
+    """What a page is found by in `search_titles`: its slug, the slug's last segment,
+    its title and its aliases, lowercased."""
+    return {row.slug, row.slug.rpartition("/")[2], row.title.lower(), *(a.lower() for a in aliases)}
 
 
 def _row(row: Any) -> PageRow:
@@ -81,8 +86,14 @@ class PageTable:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
-    def upsert(self, rows: Sequence[PageRow]) -> dict[str, int]:
-        """Insert or replace rows by slug; their ids, by slug."""
+    def upsert(
+        self,
+        rows: Sequence[PageRow],
+        aliases: Mapping[str, Sequence[str]] | None = None,
+        tags: Mapping[str, Sequence[str]] | None = None,
+    ) -> dict[str, int]:
+        """Insert or replace rows by slug, with their aliases and tags; their ids, by slug."""
+        aliases, tags = aliases or {}, tags or {}
         self._conn.executemany(
             f"INSERT INTO pages({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(slug) DO UPDATE SET title=excluded.title, path=excluded.path, "
@@ -90,17 +101,50 @@ class PageTable:
             "bad_utf8=excluded.bad_utf8",
             [(r.slug, r.title, r.path, r.size, r.mtime_ns, r.hash, int(r.bad_utf8)) for r in rows],
         )
-        self._set_names([(row.slug, name_keys(row)) for row in rows])
-        return self.ids([row.slug for row in rows])
+        slugs = [row.slug for row in rows]
+        self._replace("aliases", slugs, [(s, a) for s in slugs for a in aliases.get(s, ())])
+        self._replace("tags", slugs, [(s, t.lower()) for s in slugs for t in tags.get(s, ())])
+        self._set_names([(row.slug, name_keys(row, aliases.get(row.slug, ()))) for row in rows])
+        return self.ids(slugs)
+
+    def _replace(self, table: str, slugs: Sequence[str], rows: Sequence[tuple[str, str]]) -> None:
+        """The rows of `slugs` in `table` (aliases or tags) become `rows`."""
+        self._delete_slugs(table, slugs)
+        self._conn.executemany(f"INSERT INTO {table} VALUES (?, ?)", rows)
+
+    def _delete_slugs(self, table: str, slugs: Sequence[str]) -> None:
+        for start in range(0, len(slugs), 500):
+            chunk = slugs[start : start + 500]
+            self._conn.execute(
+                f"DELETE FROM {table} WHERE slug IN ({','.join('?' * len(chunk))})", chunk
+            )
+
+    def aliases(self) -> list[tuple[str, str]]:
+        """(slug, alias) of every page's aliases."""
+        return list(self._conn.execute("SELECT slug, alias FROM aliases ORDER BY rowid"))
+
+    def aliases_of(self, slugs: Sequence[str]) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {slug: [] for slug in slugs}
+        sql = "SELECT slug, alias FROM aliases WHERE slug IN ({}) ORDER BY rowid"
+        for slug, alias in select_in(self._conn, sql, slugs):
+            found[slug].append(alias)
+        return found
+
+    def tags_of(self, slug: str) -> list[str]:
+        return [
+            row[0] for row in self._conn.execute("SELECT tag FROM tags WHERE slug = ?", (slug,))
+        ]
+
+    def tagged(self, tag: str) -> list[str]:
+        """The pages with this tag (or a tag under it: `a` finds `a/b`), sorted."""
+        tag = tag.lower().lstrip("#")
+        sql = "SELECT DISTINCT slug FROM tags WHERE tag = ? OR (tag > ? AND tag < ?) ORDER BY slug"
+        return [row[0] for row in self._conn.execute(sql, (tag, tag + "/", tag + "0"))]
 
     def _set_names(self, names: Sequence[tuple[str, set[str]]]) -> None:
         """The keys each slug is found by in `search_titles`."""
         slugs = [slug for slug, _ in names]
-        for start in range(0, len(slugs), 500):
-            chunk = slugs[start : start + 500]
-            self._conn.execute(
-                f"DELETE FROM names WHERE slug IN ({','.join('?' * len(chunk))})", chunk
-            )
+        self._delete_slugs("names", slugs)
         self._conn.executemany(
             "INSERT INTO names(key, slug) VALUES (?, ?)",
             ((key, slug) for slug, keys in names for key in sorted(keys)),
@@ -110,12 +154,8 @@ class PageTable:
         return dict(select_in(self._conn, "SELECT slug, id FROM pages WHERE slug IN ({})", slugs))
 
     def delete(self, slugs: Sequence[str]) -> None:
-        self._set_names([(slug, set()) for slug in slugs])
-        for start in range(0, len(slugs), 500):
-            chunk = slugs[start : start + 500]
-            self._conn.execute(
-                f"DELETE FROM pages WHERE slug IN ({','.join('?' * len(chunk))})", chunk
-            )
+        for table in ("names", "aliases", "tags", "pages"):
+            self._delete_slugs(table, slugs)
 
     # -- names ---------------------------------------------------------------------
 

@@ -15,8 +15,8 @@ from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR, MAX_CONTENT_BYTES
 from lore_mcp.errors import VaultError
 from lore_mcp.graph import LinkGraph
 from lore_mcp.index import Index
-from lore_mcp.slugs import SlugSet
-from lore_mcp.vault.files import content_hash
+from lore_mcp.slugs import Aliases, SlugSet
+from lore_mcp.vault.files import OtherFiles, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,8 @@ class Vault:
     graph: LinkGraph = field(default_factory=LinkGraph)
     pages: SlugSet = field(default_factory=SlugSet)
     placeholders: SlugSet = field(default_factory=SlugSet)
+    aliases: Aliases = field(default_factory=Aliases)
+    others: OtherFiles = field(default_factory=OtherFiles)  # files that are not pages
     lock: threading.RLock = field(default_factory=threading.RLock)
     ready: threading.Event = field(default_factory=threading.Event)
     closed: threading.Event = field(default_factory=threading.Event)

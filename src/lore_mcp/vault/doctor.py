@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from lore_mcp import frontmatter
 from lore_mcp.config import MAX_FILE_BYTES
 from lore_mcp.index import LinkRow, PageRow
 from lore_mcp.models import (
@@ -24,7 +25,7 @@ from lore_mcp.models import (
 from lore_mcp.slugs import Key, slug_from_path
 from lore_mcp.vault import history
 from lore_mcp.vault.core import Vault
-from lore_mcp.vault.files import scan_files
+from lore_mcp.vault.files import decode, scan_files
 from lore_mcp.vault.open import reading
 
 
@@ -59,6 +60,7 @@ def _diagnose(vault: Vault) -> DoctorReport:
     invalid = [PageFile(slug=p.slug, path=p.path) for p in pages if p.bad_utf8 and p.path]
     unindexed = _unindexed(vault.root, pages, shadowed)
     versions, kept_bytes = history.size(vault.root)
+    broken = _broken_properties(vault, pages)
     unresolved = [Unresolved(slug=s, title=titles.get(s, s), links=v) for s, v in sites.items()]
     return DoctorReport(
         vault=str(vault.root),
@@ -71,11 +73,27 @@ def _diagnose(vault: Vault) -> DoctorReport:
         unresolved=sorted(unresolved, key=lambda u: u.slug),
         ambiguous=ambiguous,
         orphans=[PageFile(slug=s, path=paths.get(s, "")) for s in orphans],
+        broken_properties=broken,
         history_versions=versions,
         history_bytes=kept_bytes,
         errors=len(collisions) + len(invalid) + len(unindexed),
-        warnings=len(unresolved) + len(ambiguous) + len(orphans),
+        warnings=len(unresolved) + len(ambiguous) + len(orphans) + len(broken),
     )
+
+
+def _broken_properties(vault: Vault, pages: list[PageRow]) -> list[UnindexedFile]:
+    """Pages whose frontmatter is not YAML that parses: they have no properties."""
+    found = []
+    for row in sorted(pages, key=lambda r: r.path or ""):
+        try:
+            data = (vault.root / row.path).read_bytes() if row.path else b""
+        except OSError:
+            continue
+        if data.lstrip(b"\xef\xbb\xbf").startswith(b"---"):
+            problem = frontmatter.split(decode(data)[0].removeprefix("\ufeff")).error
+            if problem:
+                found.append(UnindexedFile(path=row.path or "", reason=problem))
+    return found
 
 
 def _site(link: LinkRow, paths: dict[str, str]) -> LinkSite:

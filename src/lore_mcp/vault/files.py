@@ -7,11 +7,12 @@ import logging
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from lore_mcp import links
+from lore_mcp import frontmatter, links, markdown
 from lore_mcp.config import LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
 from lore_mcp.errors import VaultError
 from lore_mcp.index import LinkRow, PageRow
@@ -40,8 +41,39 @@ class Parsed:
     its links (not resolved yet: where they lead depends on the other pages)."""
 
     row: PageRow
-    body: str
+    body: str  # the text without its frontmatter, for search
     links: list[LinkRow]
+    aliases: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    broken_properties: str | None = None  # why the frontmatter's YAML did not parse
+
+
+class OtherFiles:
+    """The files of the vault that are not pages, by path and by name (lowercased): a
+    link to one of them is an attachment, whatever its extension."""
+
+    def __init__(self) -> None:
+        self._paths: set[str] = set()
+        self._names: Counter[str] = Counter()
+
+    def add(self, rel: str) -> None:
+        if (key := rel.lower()) not in self._paths:
+            self._paths.add(key)
+            self._names[key.rpartition("/")[2]] += 1
+
+    def discard(self, rel: str) -> None:
+        if (key := rel.lower()) in self._paths:
+            self._paths.remove(key)
+            self._names[key.rpartition("/")[2]] -= 1
+
+    def under(self, folder: str) -> list[str]:
+        prefix = folder.lower() + "/"
+        return [path for path in self._paths if path == folder.lower() or path.startswith(prefix)]
+
+    def holds(self, target: str) -> bool:
+        """Whether a link target names one of these files (by its path or its name)."""
+        key = target.replace("\\", "/").strip().lstrip("./").lower()
+        return key in self._paths or self._names[key.rpartition("/")[2]] > 0
 
 
 def content_hash(data: bytes) -> str:
@@ -56,24 +88,37 @@ def decode(data: bytes) -> tuple[str, bool]:
         return data.decode("utf-8", errors="replace"), True
 
 
-def parse(rel_path: str, data: bytes, size: int, mtime_ns: int) -> Parsed:
+def parse(
+    rel_path: str, data: bytes, size: int, mtime_ns: int, others: OtherFiles | None = None
+) -> Parsed:
+    """A page file's row, text, links, aliases and tags."""
     text, bad = decode(data)
     text = text.removeprefix("\ufeff")
     slug = slug_from_path(rel_path)
     row = PageRow(
         slug, title_from_path(rel_path), rel_path, size, mtime_ns, content_hash(data), bad
     )
-    return Parsed(row, text, page_links(slug, text))
+    properties = frontmatter.split(text)
+    found = links.scan(text)
+    return Parsed(
+        row,
+        text[properties.end :],
+        page_links(slug, text, found.links, others),
+        properties.aliases,
+        list(dict.fromkeys(tag for tag in [*properties.tags, *found.tags])),
+        properties.error,
+    )
 
 
-def page_links(slug: str, text: str) -> list[LinkRow]:
+def page_links(
+    slug: str, text: str, written: list[links.Link], others: OtherFiles | None
+) -> list[LinkRow]:
     """The links of page `slug` that can be graph edges, in order: not to a heading of
     the same page, not to an attachment, with a page-like target."""
     found: list[LinkRow] = []
-    written = links.extract_links(text)
-    lines = links.source_lines(text) if written else []
+    lines = markdown.source_lines(text) if written else []
     for link in written:
-        if link.is_same_page or link.is_attachment:
+        if link.is_same_page or link.is_attachment or (others and others.holds(link.target)):
             continue
         key = target_key(link.target, slug)
         if key is None:
@@ -83,7 +128,7 @@ def page_links(slug: str, text: str) -> list[LinkRow]:
     return found
 
 
-def read_page_file(root: Path, rel_path: str) -> Parsed | None:
+def read_page_file(root: Path, rel_path: str, others: OtherFiles | None = None) -> Parsed | None:
     """Read and parse one page file (known to lie inside the vault); None if it is
     gone, unreadable or too large."""
     try:
@@ -96,7 +141,7 @@ def read_page_file(root: Path, rel_path: str) -> Parsed | None:
     except OSError as exc:
         log.warning("skipping %s: %s", rel_path, exc)
         return None
-    return parse(rel_path, data, st.st_size, st.st_mtime_ns)
+    return parse(rel_path, data, st.st_size, st.st_mtime_ns, others)
 
 
 def spelled_on_disk(root: Path, rel: str) -> str:
@@ -131,10 +176,11 @@ def inside(root: Path, path: Path) -> bool:
         return False
 
 
-def scan_files(root: Path, under: str = "") -> dict[str, Stamp]:
+def scan_files(root: Path, under: str = "", others: set[str] | None = None) -> dict[str, Stamp]:
     """Every page file under the root (or its folder `under`): `.md`, outside
-    dot-folders, not a symlink leading outside the root. Folder symlinks are not
-    followed. Temp files left by a killed write are removed once surely abandoned."""
+    dot-folders, not a symlink leading outside the root; the other files go to
+    `others`. Folder symlinks are not followed. Temp files left by a killed write are
+    removed once surely abandoned."""
     found: dict[str, Stamp] = {}
     real_root = root.resolve()
     pending = [(root / under if under else root, under)]
@@ -159,6 +205,8 @@ def scan_files(root: Path, under: str = "") -> dict[str, Stamp]:
                         log.warning("skipping %s: symlink leads outside the vault", rel)
                         continue
                     found[rel] = Stamp.of(entry.stat())
+                elif others is not None:
+                    others.add(rel)
             except OSError as exc:
                 log.warning("skipping %s: %s", rel, exc)
     return found

@@ -7,9 +7,11 @@ the placeholders follow as for any other change to the files.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
-from lore_mcp import audit
+from lore_mcp import audit, frontmatter
 from lore_mcp.errors import (
     ConflictError,
     ContentTooLargeError,
@@ -19,7 +21,7 @@ from lore_mcp.errors import (
     UnsafePathError,
     VaultError,
 )
-from lore_mcp.links import split_lines
+from lore_mcp.markdown import split_lines
 from lore_mcp.models import (
     DeleteResult,
     OutgoingLink,
@@ -47,8 +49,12 @@ def read_page(vault: Vault, name: str, offset: int = 0) -> PageView:
             raise PageNotFoundError(name)
         data = None if row.path is None else read_bytes(vault, row.path)
         view = _view(slug, row.title, row.path, data, offset)
+        properties = frontmatter.split(files.decode(data)[0].removeprefix("\ufeff") if data else "")
         return view.model_copy(
             update={
+                "properties": _plain(properties.properties),
+                "aliases": properties.aliases,
+                "tags": vault.index.pages.tags_of(slug),
                 "is_placeholder": row.is_placeholder,
                 "backlinks": [
                     PageRef(slug=s, title=vault.graph.title(s))
@@ -58,6 +64,12 @@ def read_page(vault: Vault, name: str, offset: int = 0) -> PageView:
                 "alternatives": alternatives,
             }
         )
+
+
+def _plain(properties: dict[str, Any]) -> dict[str, Any]:
+    """Properties as JSON holds them (YAML may hold other types)."""
+    plain: dict[str, Any] = json.loads(json.dumps(properties, default=str))
+    return plain
 
 
 def _passed_over(vault: Vault, rel: str, offset: int) -> PageView:

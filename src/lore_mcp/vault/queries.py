@@ -73,14 +73,29 @@ def _check_query(query: str) -> None:
 
 
 def search(vault: Vault, query: str, limit: int = 10) -> SearchResults:
-    """Full-text search, best first (BM25, title above body), last word as a prefix."""
+    """Full-text search, best first (BM25, title above body), last word as a prefix.
+    `#tag` words find the pages with that tag."""
     _check_query(query)
     with reading(vault):
+        tags = [word for word in query.split() if word.startswith("#") and len(word) > 1]
+        words = " ".join(word for word in query.split() if word not in tags)
+        tagged: set[str] | None = None
+        for tag in tags:
+            holding = set(vault.index.pages.tagged(tag))
+            tagged = holding if tagged is None else tagged & holding
+        if tagged is not None and not words.strip():
+            hits = [
+                SearchHit(slug=s, title=vault.graph.title(s), snippet="", score=1.0)
+                for s in sorted(tagged)[:limit]
+            ]
+            return SearchResults(query=query, hits=hits)
+        found = vault.index.search.query(words, limit if tagged is None else max(limit, 200))
         hits = [
             SearchHit(slug=r.slug, title=r.title, snippet=r.snippet, score=round(r.score, 4))
-            for r in vault.index.search.query(query, limit)
+            for r in found
+            if tagged is None or r.slug in tagged
         ]
-        return SearchResults(query=query, hits=hits)
+        return SearchResults(query=query, hits=hits[:limit])
 
 
 def search_titles(vault: Vault, query: str, limit: int = 20) -> TitleMatches:
@@ -130,13 +145,18 @@ def get_backlinks(vault: Vault, name: str, include_unlinked: bool = False) -> Ba
             Backlink(slug=k.source, title=vault.graph.title(k.source), line=k.line, text=k.context)
             for k in vault.index.links.to_page(slug)
         ]
-        unlinked = _mentions(vault, slug, title) if include_unlinked else None
+        names_of = [title, *vault.index.pages.aliases_of([slug])[slug]]
+        unlinked = _mentions(vault, slug, names_of) if include_unlinked else None
         return Backlinks(slug=slug, title=title, linked=linked, unlinked=unlinked)
 
 
-def _mentions(vault: Vault, slug: str, title: str) -> list[Backlink]:
+def _mentions(vault: Vault, slug: str, names_of: list[str]) -> list[Backlink]:
+    """Lines in other pages that name the page (by title or alias) without linking."""
     found: list[Backlink] = []
-    for source in sorted(vault.index.search.pages_matching(title, MAX_MENTION_PAGES)):
+    sources = {
+        s for name in names_of for s in vault.index.search.pages_matching(name, MAX_MENTION_PAGES)
+    }
+    for source in sorted(sources):
         row = vault.index.pages.get(source)
         if source == slug or row is None or row.path is None:
             continue
@@ -146,7 +166,7 @@ def _mentions(vault: Vault, slug: str, title: str) -> list[Backlink]:
             continue
         found += [
             Backlink(slug=source, title=row.title, line=line, text=line_text.strip())
-            for line, line_text in links.find_mentions(text, title)
+            for line, line_text in links.find_mentions(text, *names_of)
         ]
     return found
 

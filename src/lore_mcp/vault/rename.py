@@ -1,4 +1,12 @@
-"""Renaming and moving a page, and rewriting the links that pointed at it.
+"""Renaming and moving a page, and rewriting links so that they keep their meaning.
+
+Every link that could lead elsewhere once the page moves is resolved twice, before and
+after, the way Obsidian's own link update works: a link to the page is rewritten when
+its text no longer names the page as written (same slug or not); a link to another
+page that the move would capture, or the moved page's own relative links, are
+rewritten to keep their target. A link that led nowhere and now leads to the page is
+left, and listed as retargeted. Rewrites keep each link's form (relative, rooted or a
+path tail; URL-encoded or in `<>`; alias, heading and `!` untouched).
 
 Every file the rename changes is kept in the history first; then the moves and the new
 bytes are written down (`journal`) before any file changes, so the rename happens as one.
@@ -6,14 +14,22 @@ bytes are written down (`journal`) before any file changes, so the rename happen
 
 from __future__ import annotations
 
+import posixpath
+import unicodedata
+from dataclasses import dataclass, field
+
 from lore_mcp import audit, links
 from lore_mcp.errors import InvalidArgumentError, PageExistsError
-from lore_mcp.models import RenameResult
+from lore_mcp.models import RenameResult, RetargetedLink
 from lore_mcp.slugs import (
+    Aliases,
     SlugSet,
     file_path_for,
     parse_name,
+    resolve,
     slug_from_path,
+    slugify,
+    suffixes,
     target_key,
     title_from_path,
 )
@@ -32,8 +48,8 @@ def rename_page(
     door: str = "api",
     expected_hash: str | None = None,
 ) -> RenameResult:
-    """Move a page to a new title or `folder/New Title` and rewrite the links that
-    pointed at it, in every page. Kept in the history, recorded in the audit log."""
+    """Move a page to a new title or `folder/New Title`, rewriting links so they keep
+    their meaning. Kept in the history, recorded in the audit log."""
     with writing(vault):
         source = names.existing(vault, name)
         old_rel, old_slug = source.rel, source.slug
@@ -47,22 +63,18 @@ def rename_page(
                 f"A page named {new_slug!r} already exists. Pick another name, or merge the "
                 "two pages with save_page and delete_page."
             )
-        moved = read_bytes(vault, old_rel)
-        check_expected(old_rel, moved, expected_hash)
-        rewrites = _plan_rewrites(vault, old_slug, new_slug, new_rel) if source.indexed else {}
-        paths = {slug: (new_rel if slug == old_slug else _path(vault, slug)) for slug in rewrites}
-        before = {old_rel: moved} | {
-            paths[slug]: read_bytes(vault, paths[slug]) for slug in rewrites if slug != old_slug
-        }
-        plan = journal.Plan([(old_rel, new_rel)])
-        for slug, (text, _) in rewrites.items():
-            plan.writes[paths[slug]] = text.encode("utf-8", "surrogateescape")
-        for slug in rewrites:
-            was = old_rel if slug == old_slug else paths[slug]
+        check_expected(old_rel, read_bytes(vault, old_rel), expected_hash)
+        plan = _Rewrites(vault, old_slug, old_rel, new_rel) if source.indexed else None
+        texts = plan.texts() if plan else {}
+        moves = journal.Plan([(old_rel, new_rel)])
+        for was, (data, _) in texts.items():
+            moves.writes[new_rel if was == old_rel else was] = data
+        before = {rel: read_bytes(vault, rel) for rel in {old_rel, *texts}}
+        for was in texts:
             history.keep(vault.root, was, before[was], "rename_page", door)
-        journal.run(vault.root, plan)
-        applied = sync.sync_files(vault, plan.paths())
-        others = {slug: paths[slug] for slug in rewrites if slug != old_slug}
+        journal.run(vault.root, moves)
+        applied = sync.sync_files(vault, moves.paths())
+        others = {plan.slug_at(rel): rel for rel in texts if rel != old_rel} if plan else {}
         audit.append(
             vault.root,
             audit.renamed(
@@ -80,15 +92,12 @@ def rename_page(
             slug=new_slug,
             title=title_from_path(new_rel),
             path=new_rel,
-            rewritten=sorted(new_slug if s == old_slug else s for s in rewrites),
-            links_rewritten=sum(n for _, n in rewrites.values()),
+            rewritten=sorted(new_slug if rel == old_rel else plan.slug_at(rel) for rel in texts)
+            if plan
+            else [],
+            links_rewritten=sum(count for _, count in texts.values()),
+            retargeted=plan.retargeted if plan else [],
         )
-
-
-def _path(vault: Vault, slug: str) -> str:
-    row = vault.index.pages.get(slug)
-    assert row is not None and row.path is not None, slug
-    return row.path
 
 
 def _new_path(old_rel: str, new_name: str) -> str:
@@ -101,67 +110,194 @@ def _new_path(old_rel: str, new_name: str) -> str:
     return file_path_for(f"{folder}/{parse_name(text).text}" if folder else text)
 
 
-def _plan_rewrites(
-    vault: Vault, old_slug: str, new_slug: str, new_rel: str
-) -> dict[str, tuple[str, int]]:
-    """New text for every page holding a link that meant the page and would not mean it
-    after the rename, with how many links change. Links that still resolve stay as
-    they are, byte for byte."""
-    sources = sorted({link.source for link in vault.index.links.to_page(old_slug)})
-    before = {source: _read_source(vault, source) for source in sources}
-    pointing = {
-        source: [
-            i for i, link in enumerate(found) if _resolve(vault.pages, source, link) == old_slug
-        ]
-        for source, (_, found) in before.items()
-    }
-    after = SlugSet(vault.pages)
-    after.remove(old_slug)
-    after.add(new_slug)
-    plans: dict[str, tuple[str, int]] = {}
-    for source, (text, found) in before.items():
-        here = new_slug if source == old_slug else source
-        targets = {
-            i: _shortest_target(after, here, new_slug, new_rel, found[i].target)
-            for i in pointing[source]
-            if _resolve(after, here, found[i], strict=True) != new_slug
+@dataclass
+class _Rewrites:
+    """The links a rename must rewrite, page by page."""
+
+    vault: Vault
+    old_slug: str
+    old_rel: str
+    new_rel: str
+    retargeted: list[RetargetedLink] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.new_slug = slug_from_path(self.new_rel)
+        self.after = SlugSet(self.vault.pages)
+        self.after.remove(self.old_slug)
+        self.after.add(self.new_slug)
+        self.after_aliases: Aliases = self.vault.aliases.moved(self.old_slug, self.new_slug)
+        self._paths: dict[str, str] = {}
+
+    def path_of(self, slug: str) -> str:
+        """The file of a page (after the rename)."""
+        if slug == self.new_slug:
+            return self.new_rel
+        if slug not in self._paths:
+            row = self.vault.index.pages.get(slug)
+            assert row is not None and row.path is not None, slug
+            self._paths[slug] = row.path
+        return self._paths[slug]
+
+    def slug_at(self, rel: str) -> str:
+        return slug_from_path(rel)
+
+    def texts(self) -> dict[str, tuple[bytes, int]]:
+        """The new bytes of every page with a link to rewrite (by its path before the
+        rename), and how many links change."""
+        table = self.vault.index.links
+        sources = {link.source for link in table.to_page(self.old_slug)} | {self.old_slug}
+        sources |= {link.source for link in table.with_keys(suffixes(self.new_slug))}
+        sources |= {
+            link.source for link in table.with_keys(sorted(self.vault.aliases.of(self.old_slug)))
         }
-        if targets:
-            plans[source] = (links.rewrite_links(text, targets), len(targets))
-    return plans
+        found: dict[str, tuple[bytes, int]] = {}
+        for source in sorted(sources & set(self.vault.pages)):
+            rel = self.old_rel if source == self.old_slug else self.path_of(source)
+            text = read_bytes(self.vault, rel).decode("utf-8", errors="surrogateescape")
+            changes = self._changes(source, text)
+            if changes:
+                new = links.replace_spans(text, changes)
+                found[rel] = (new.encode("utf-8", errors="surrogateescape"), len(changes))
+        return found
 
+    def _changes(self, source: str, text: str) -> dict[tuple[int, int], str]:
+        moved = source == self.old_slug
+        here = self.new_slug if moved else source
+        folder = (self.new_rel if moved else self.path_of(source)).rpartition("/")[0]
+        was_in = self.old_rel.rpartition("/")[0] if moved else folder
+        changes: dict[tuple[int, int], str] = {}
+        for link in links.scan(text).links:
+            if link.is_same_page or link.is_attachment:
+                continue
+            before_key, after_key = target_key(link.target, source), target_key(link.target, here)
+            if before_key is None:
+                continue
+            before, _ = resolve(self.vault.pages, self.vault.aliases, before_key, source)
+            after, ambiguous = (  # a relative link may now climb above the vault: nowhere
+                ("", False)
+                if after_key is None
+                else resolve(self.after, self.after_aliases, after_key, here)
+            )
+            if before == self.old_slug:
+                wanted = self.new_slug
+            elif before in self.vault.pages:
+                wanted = before
+            else:  # it led nowhere: a page appearing there is what it waited for
+                if after != before:
+                    self._retarget(source, link, before, after)
+                continue
+            if (
+                after == wanted
+                and not ambiguous
+                and (wanted != self.new_slug or self._names(link, folder))
+            ):
+                continue
+            form = self._form(link, wanted, here, (was_in, folder))
+            if form is None:
+                self._retarget(source, link, before, after)
+            else:
+                changes[(link.start, link.end)] = links.written_as(link, text, form)
+        return changes
 
-def _read_source(vault: Vault, slug: str) -> tuple[str, list[links.Link]]:
-    """A page's text for rewriting: bytes that are not UTF-8 (and a BOM) survive the
-    round trip, since only link targets change."""
-    text = read_bytes(vault, _path(vault, slug)).decode("utf-8", errors="surrogateescape")
-    return text, links.extract_links(text)
+    def _retarget(self, source: str, link: links.Link, before: str, after: str) -> None:
+        self.retargeted.append(
+            RetargetedLink(
+                source=source, line=link.line, target=link.target, before=before, after=after
+            )
+        )
 
+    def _names(self, link: links.Link, folder: str) -> bool:
+        """Whether the link's text still names the page as written (Obsidian's reading:
+        by path or file name, ignoring case; or by one of its aliases)."""
+        written = _fold(link.target.replace("\\", "/").strip())
+        if written.endswith(".md"):
+            written = written[:-3]
+        path = _fold(self.new_rel[:-3])
+        if written.startswith(("./", "../")):
+            return posixpath.normpath(posixpath.join(folder, written)) == path
+        if written.startswith("/"):
+            return written[1:] == path
+        if path == written or path.endswith("/" + written):
+            return True
+        key = target_key(link.target)
+        return key is not None and key.path in self.vault.aliases.of(self.old_slug)
 
-def _resolve(pages: SlugSet, source: str, link: links.Link, strict: bool = False) -> str | None:
-    if link.is_same_page or link.is_attachment:
+    def _form(
+        self, link: links.Link, wanted: str, here: str, folders: tuple[str, str]
+    ) -> str | None:
+        """The link's target rewritten to lead to `wanted` from `here`, in the link's own
+        form: what it wrote with only the renamed part changed, else relative, rooted,
+        or a tail of the path as long as it was (or as short as leads there alone);
+        None when no form does."""
+        written = link.target.replace("\\", "/").strip()
+        extension = written[-3:] if written.lower().endswith(".md") else ""
+        bare = written[: len(written) - len(extension)]
+        path = self.path_of(wanted)[:-3]
+        was_in, folder = folders
+        forms = []
+        if wanted == self.new_slug and "/" in bare:
+            forms += [_edited(bare, self.old_rel[:-3], path) or ""]
+        if written.startswith(("./", "../")):
+            relative = posixpath.relpath(path, folder or ".")
+            forms += [
+                _climbing(bare, was_in, folder) or "",
+                relative if relative.startswith("../") else "./" + relative,
+            ]
+        elif written.startswith("/"):
+            forms += ["/" + path]
+        else:
+            parts = path.split("/")
+            depth = min(len(bare.strip("/").split("/")), len(parts))
+            lengths = [*range(depth, len(parts) + 1), *range(depth - 1, 0, -1)]
+            forms += ["/".join(parts[-n:]) for n in lengths] + ["/" + path]
+        for tail in filter(None, forms):
+            form = _cased_as(written, tail) + extension
+            key = target_key(form, here)
+            if not key or not (link.markdown or links.is_valid_target(form)):
+                continue
+            if resolve(self.after, self.after_aliases, key, here) == (wanted, False):
+                return form
         return None
-    key = target_key(link.target, source)
-    if key is None:
-        return None
-    found = pages.matches(key)
-    if not found or (strict and len(found) > 1):
-        return None
-    return pages.link_target(key, source)[0]
 
 
-def _shortest_target(pages: SlugSet, source: str, new_slug: str, new_rel: str, written: str) -> str:
-    """The shortest `a/b/Title` tail of the new path that resolves to the page alone;
-    the slug itself when every tail holds a character a link target cannot."""
-    parts = new_rel.removesuffix(".md").split("/")
-    suffix = ".md" if written.strip().lower().endswith(".md") else ""
-    for start in range(len(parts) - 1, -1, -1):
-        candidate = "/".join(parts[start:])
-        key = target_key(candidate, source)
-        if (
-            key is not None
-            and links.is_valid_target(candidate)
-            and pages.matches(key) == [new_slug]
-        ):
-            return candidate + suffix
-    return new_slug
+def _edited(written: str, old: str, new: str) -> str | None:
+    """The written target with the part that named the old path changed to name the
+    new one, the rest as it was (`../de/Page` → `../de/Elsewhere/Page`); None when the
+    new path is not under the folder the written part started from."""
+    parts, old_parts, new_parts = written.split("/"), old.split("/"), new.split("/")
+    same = 0
+    while same < min(len(parts), len(old_parts)) and slugify(parts[-1 - same]) == slugify(
+        old_parts[-1 - same]
+    ):
+        same += 1
+    folder = old_parts[: len(old_parts) - same]
+    if not same or new_parts[: len(folder)] != folder:
+        return None
+    return "/".join(parts[: len(parts) - same] + new_parts[len(folder) :])
+
+
+def _climbing(written: str, was_in: str, now_in: str) -> str | None:
+    """A relative target written from the folder `was_in`, written from `now_in` so that
+    it climbs to the same folder and goes down the same way (`../zh/Page` from `zh/`
+    is `../../zh/Page` from `zh/more/`); None when that folder is not above `now_in`."""
+    rest, ups = written, 0
+    while rest.startswith("../"):
+        rest, ups = rest[3:], ups + 1
+    rest = rest.removeprefix("./")
+    before = was_in.split("/") if was_in else []
+    after = now_in.split("/") if now_in else []
+    if ups > len(before) or after[: len(before) - ups] != before[: len(before) - ups]:
+        return None
+    climb = len(after) - (len(before) - ups)
+    return ("../" * climb or "./") + rest
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+def _cased_as(written: str, form: str) -> str:
+    """`form` in lowercase when the link was written so (it still names the page:
+    Obsidian ignores case), so that renaming back restores the link as it was."""
+    letters = [char for char in written if char.isalpha()]
+    return form.lower() if letters and all(char.islower() for char in letters) else form

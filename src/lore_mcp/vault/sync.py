@@ -18,9 +18,9 @@ from pathlib import Path
 
 from lore_mcp.index import FileStamp, LinkRow, PageRow
 from lore_mcp.models import SyncReport
-from lore_mcp.slugs import Key, slug_from_path, suffixes
+from lore_mcp.slugs import Key, resolve, slug_from_path, suffixes
 from lore_mcp.vault.core import Vault
-from lore_mcp.vault.files import Parsed, Stamp, inside, read_page_file, scan_files
+from lore_mcp.vault.files import OtherFiles, Parsed, Stamp, inside, read_page_file, scan_files
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +74,18 @@ def apply(
         index.links.delete_from(slugs)
         new = {slug for slug in slugs if slug not in vault.pages}
         vault.pages.update(new)
-        for slug in slugs:
-            vault.placeholders.remove(slug)
-        touched |= _reresolve(vault, new, candidates)
+        renamed: set[str] = set()  # alias keys that came or went
+        for page in batch:
+            vault.placeholders.remove(page.row.slug)
+            renamed |= vault.aliases.give(page.row.slug, page.aliases)
+        touched |= _reresolve(vault, new, candidates, renamed)
         rows = [_resolved(vault, link) for page in batch for link in page.links]
         candidates.update(row.resolved for row in rows)
-        index.put_pages([(page.row, page.body) for page in batch])
+        index.put_pages(
+            [(page.row, page.body) for page in batch],
+            aliases={page.row.slug: page.aliases for page in batch},
+            tags={page.row.slug: page.tags for page in batch},
+        )
         index.links.add(rows)
         brought.update(slugs)
         touched.update(slugs)
@@ -103,7 +109,9 @@ def _batches(pages: Iterable[Parsed]) -> Iterator[list[Parsed]]:
 
 
 def _resolved(vault: Vault, link: LinkRow) -> LinkRow:
-    resolved, ambiguous = vault.pages.link_target(Key(link.key, link.exact), link.source)
+    resolved, ambiguous = resolve(
+        vault.pages, vault.aliases, Key(link.key, link.exact), link.source
+    )
     return link._replace(resolved=resolved, ambiguous=ambiguous)
 
 
@@ -117,21 +125,28 @@ def _remove(vault: Vault, slugs: set[str], candidates: set[str]) -> set[str]:
     candidates |= slugs
     vault.index.delete_pages(ordered)
     vault.index.links.delete_from(ordered)
+    renamed: set[str] = set()
     for slug in slugs:
         vault.pages.remove(slug)
-    return slugs | _reresolve(vault, slugs, candidates)
+        renamed |= vault.aliases.give(slug, [])
+    return slugs | _reresolve(vault, slugs, candidates, renamed)
 
 
-def _reresolve(vault: Vault, changed: set[str], candidates: set[str]) -> set[str]:
+def _reresolve(
+    vault: Vault, changed: set[str], candidates: set[str], alias_keys: Iterable[str] = ()
+) -> set[str]:
     """Resolve again every link whose target could mean something else now that the
-    pages `changed` appeared or went; the pages holding such links."""
-    if not changed:
+    pages `changed` appeared or went, or the aliases `alias_keys` came or went; the
+    pages holding such links."""
+    keys = sorted({key for slug in changed for key in suffixes(slug)} | set(alias_keys))
+    if not keys:
         return set()
-    keys = sorted({key for slug in changed for key in suffixes(slug)})
     updates: list[tuple[int, str, bool]] = []
     sources: set[str] = set()
     for link in vault.index.links.with_keys(keys):
-        resolved, ambiguous = vault.pages.link_target(Key(link.key, link.exact), link.source)
+        resolved, ambiguous = resolve(
+            vault.pages, vault.aliases, Key(link.key, link.exact), link.source
+        )
         if (resolved, ambiguous) != (link.resolved, link.ambiguous):
             updates.append((link.id, resolved, ambiguous))
             candidates.update((resolved, link.resolved))
@@ -194,9 +209,15 @@ def load(vault: Vault) -> None:
     vault.graph.clear()
     vault.pages.clear()
     vault.placeholders.clear()
+    vault.aliases.clear()
     for slug, title, placeholder in vault.index.pages.titles():
         (vault.placeholders if placeholder else vault.pages).add(slug)
         vault.graph.set_node(slug, title, placeholder)
+    by_page: defaultdict[str, list[str]] = defaultdict(list)
+    for slug, alias in vault.index.pages.aliases():
+        by_page[slug].append(alias)
+    for slug, aliases in by_page.items():
+        vault.aliases.give(slug, aliases)
     vault.graph.add_edges(vault.index.links.edges())
     vault.data_version = vault.index.data_version()
     vault.stale = False
@@ -216,10 +237,12 @@ def refresh(vault: Vault) -> None:
         load(vault)
         return
     rows = {row.slug: row for row in vault.index.pages.get_many(changed)}
+    aliases = vault.index.pages.aliases_of(changed)
     for slug in changed:
         row = rows.get(slug)
         vault.pages.remove(slug)
         vault.placeholders.remove(slug)
+        vault.aliases.give(slug, aliases[slug])
         if row is None:
             vault.graph.remove_node(slug)
             continue
@@ -255,7 +278,7 @@ def _sync(
 
     def pages() -> Iterator[Parsed]:
         for done, (rel, slug) in enumerate(sorted(plan.todo.items()), 1):
-            page = read_page_file(vault.root, rel)
+            page = read_page_file(vault.root, rel, vault.others)
             old = plan.known.get(rel)
             if page is None:
                 vanished.append(slug)
@@ -302,7 +325,11 @@ def _plan(vault: Vault, scope: list[str] | None) -> _Plan:
     """Compare the files (all, or those under `scope`) with the index."""
     table = vault.index.pages
     if scope is None:
-        files = scan_files(vault.root)
+        others: set[str] = set()
+        files = scan_files(vault.root, others=others)
+        vault.others = OtherFiles()
+        for rel in others:
+            vault.others.add(rel)
         in_scope = table.stamps()
     else:
         files, in_scope = _scan_scope(vault, scope)
@@ -332,12 +359,19 @@ def _scan_scope(vault: Vault, scope: list[str]) -> tuple[dict[str, Stamp], dict[
     files: dict[str, Stamp] = {}
     for rel in scope:
         path = vault.root / rel
+        for gone in vault.others.under(rel):
+            vault.others.discard(gone)
         if not inside(vault.root, path):
             continue
         if path.is_dir():
-            files.update(scan_files(vault.root, rel))
+            others: set[str] = set()
+            files.update(scan_files(vault.root, rel, others=others))
+            for other in others:
+                vault.others.add(other)
         elif path.is_file() and rel.lower().endswith(".md"):
             files[rel] = Stamp.of(path.stat())
+        elif path.is_file():
+            vault.others.add(rel)
     in_scope = vault.index.pages.files_at(scope)
     for rel in scope:
         in_scope.update(vault.index.pages.files_under(rel))

@@ -1,0 +1,93 @@
+"""Frontmatter: the YAML properties between `---` lines at the top of a page.
+
+They are properties, not body text: `aliases` are further names of the page, `tags` are
+indexed with the inline `#tags`. Broken YAML gives no properties (and a warning for the
+doctor); the page's bytes are never touched. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+_OPENING = re.compile(r"\A\ufeff?---[ \t]*\r?\n")
+_CLOSING = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+
+
+# Safe YAML (libyaml's when there is one), dates and times kept as text, as Obsidian keeps them.
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Safe loading, with dates and times kept as the text they are written as."""
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
+
+
+@dataclass(frozen=True, slots=True)
+class Frontmatter:
+    """Where the properties end in the text (0 when there are none), and what they say."""
+
+    end: int = 0
+    properties: dict[str, Any] = field(default_factory=dict)
+    aliases: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    error: str | None = None  # the YAML did not parse
+
+
+def _bounds(text: str) -> tuple[int, int, int] | None:
+    """Where the YAML starts and ends, and where the frontmatter ends."""
+    opening = _OPENING.match(text)
+    closing = None if opening is None else _CLOSING.search(text, opening.end())
+    if opening is None or closing is None:
+        return None
+    return opening.end(), closing.start(), closing.end()
+
+
+def extent(text: str) -> int:
+    """Where the frontmatter ends (0 when the text opens with none)."""
+    bounds = _bounds(text)
+    return 0 if bounds is None else bounds[2]
+
+
+def split(text: str) -> Frontmatter:
+    """The frontmatter of a page's text, if it opens with one."""
+    bounds = _bounds(text)
+    if bounds is None:
+        return Frontmatter()
+    first, last, end = bounds
+    source = text[first:last]
+    try:
+        loaded = yaml.load(source, Loader=_Loader) if source.strip() else {}
+    except yaml.YAMLError as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return Frontmatter(end, error=problem)
+    if not isinstance(loaded, dict):
+        return Frontmatter(end, error="the properties are not a mapping of names to values")
+    properties = {str(key): value for key, value in loaded.items()}
+    tags = _strings(properties.get("tags", properties.get("tag")), split_on=" ,")
+    return Frontmatter(
+        end,
+        properties,
+        _strings(properties.get("aliases", properties.get("alias"))),
+        [tag.lstrip("#") for tag in tags if tag.lstrip("#")],
+    )
+
+
+def _strings(value: Any, split_on: str = ",") -> list[str]:
+    """A property that may be one string, a list of them, or a separated string."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    found: list[str] = []
+    for item in items:
+        if isinstance(item, str | int | float):
+            text = str(item)
+            parts = (
+                re.split(f"[{re.escape(split_on)}]+", text)
+                if not isinstance(value, list)
+                else [text]
+            )
+            found += [part.strip() for part in parts if part.strip()]
+    return list(dict.fromkeys(found))

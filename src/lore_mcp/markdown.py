@@ -1,0 +1,120 @@
+"""The block structure of a page: which parts of its text are prose (where links, tags
+and mentions are read), and which are code, HTML or fences (where they are not).
+
+markdown-it-py finds the structure; a page with none worth parsing (prose, fences at
+the left margin, no indented code or HTML) is split at its fences instead, which is the
+same answer for such pages (the link scanner checks, line by line, that nothing there
+depends on a structure only markdown-it would see). Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+
+BREAK = re.compile(r"\r\n?|\n")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
+# Pages with these take markdown-it: indented code, HTML blocks, tilde fences.
+_NEEDS_PARSER = ("\t", "    ", "<", "~~~")
+_FENCE_PREFIX = frozenset(" >*+-0123456789.)")  # what may stand before a fence in a container
+
+Regions = list[tuple[int, int]]
+
+
+def line_starts(text: str) -> list[int]:
+    """Where each line starts; lines end at LF, CRLF or CR, as markdown-it counts them."""
+    return [0] + [m.end() for m in BREAK.finditer(text)]
+
+
+def line_end(text: str, at: int, end: int) -> int:
+    """Where the line holding `at` ends (its line break, or `end`)."""
+    found = BREAK.search(text, at, end)
+    return end if found is None else found.start()
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines with their line breaks."""
+    return _LINE.findall(text)
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines without their line breaks."""
+    return BREAK.split(text)
+
+
+def line_text(text: str, line: int) -> str:
+    """The 1-based line's text without its line break; `""` when out of range."""
+    lines = source_lines(text)
+    return lines[line - 1] if 1 <= line <= len(lines) else ""
+
+
+@cache
+def _md() -> MarkdownIt:
+    """markdown-it for block structure only; built on first need, shared by threads."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark").enable("table").disable(["inline", "reference"])
+    md.parse("x")  # builds its rule caches before threads share it
+    return md
+
+
+def parsed_regions(text: str, start: int = 0) -> Regions:
+    """The prose of text[start:] by markdown-it: the source lines of each inline token
+    (a paragraph, a heading, a table row), as (start, end) offsets in `text`."""
+    body = text[start:]
+    starts = line_starts(body)
+    regions: Regions = []
+    for token in _md().parse(body):
+        if token.type == "inline" and token.map:
+            first, last = token.map
+            region = (
+                start + starts[first],
+                start + (starts[last] if last < len(starts) else len(body)),
+            )
+            if not regions or regions[-1] != region:  # table cells share their row
+                regions.append(region)
+    return regions
+
+
+def simple_regions(text: str, start: int = 0) -> Regions | None:
+    """The prose of text[start:] when its structure is plain: everything between the
+    fences at the left margin. None when markdown-it must find the structure."""
+    if any(sign in text[start:] for sign in _NEEDS_PARSER):
+        return None
+    regions: Regions = []
+    pos = search = start
+    while (at := text.find("```", search)) >= 0:
+        first = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+        last = line_end(text, at, len(text))
+        if first != at:
+            if _FENCE_PREFIX.issuperset(text[first:at]):
+                return None  # a fence in a list or quote, or indented
+            search = last  # backticks inside a line: a code span, read as prose
+            continue
+        run = len(text[at:last]) - len(text[at:last].lstrip("`"))
+        if "`" in text[at + run : last] or "|" in text[at + run : last]:
+            return None  # a code span at the start of a line, or maybe a table row
+        regions.append((pos, at))
+        pos = search = _fence_end(text, run, last)
+        if pos < 0:
+            return None
+    regions.append((pos, len(text)))
+    return regions
+
+
+def _fence_end(text: str, run: int, pos: int) -> int:
+    """Where the text after the fence opened by `run` backticks (its content starting
+    after `pos`) goes on: after the closing line (up to three spaces, at least `run`
+    backticks, then only spaces); -1 when it never closes."""
+    while (at := text.find("`" * run, pos)) >= 0:
+        first = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+        last = line_end(text, at, len(text))
+        tail = text[at:last].rstrip(" ")
+        if at - first <= 3 and not text[first:at].strip(" ") and not tail.strip("`"):
+            return last
+        pos = last
+    return -1
