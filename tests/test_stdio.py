@@ -12,7 +12,7 @@ from mcp import Client, StdioServerParameters
 
 from conftest import write
 from helpers import call, environment, ok, run_cli, text
-from lore_mcp import pagereader
+from lore_mcp import vault as engine
 
 pytestmark = pytest.mark.anyio
 
@@ -80,9 +80,10 @@ def test_bad_log_level(brain_dir: Path) -> None:
     assert done.returncode == 2 and "--log-level" in done.stderr
 
 
+@pytest.mark.slow
 async def test_a_large_first_index_misses_no_edit_made_while_it_runs(vault_dir: Path) -> None:
-    # Enough pages for a worker process to read them while the server loads the SDK.
-    count = pagereader.MIN_FILES + 100
+    # Enough pages that the first index pass is still running when the edit is made.
+    count = 1600
     for i in range(count):
         write(vault_dir, f"Page {i}.md", f"# Page {i}\n\nSee [[Page {(i + 1) % count}]].\n")
     params = server_params(["--vault", str(vault_dir)])  # watching
@@ -104,21 +105,25 @@ async def test_a_large_first_index_misses_no_edit_made_while_it_runs(vault_dir: 
             assert shape["pages"] == count + 1
 
 
-def test_start_up_turns_the_cycle_collector_back_on() -> None:
-    """`serve` starts with the collector off; it must be on again once the server is
-    built, or a long-running server would never free its garbage cycles."""
-    from lore_mcp.cli import _starting
+def test_indexing_turns_the_cycle_collector_back_on(vault_dir: Path) -> None:
+    """A pass over the vault runs with the collector off; it must be on again after the
+    pass, even one that failed, or a long-running server would never free its garbage
+    cycles. A host that keeps it off keeps it off."""
+    write(vault_dir, "Page.md", "[[Other]]\n")
+
+    def fail(done: int, total: int) -> None:
+        assert not gc.isenabled()
+        raise RuntimeError("the pass broke off")
 
     assert gc.isenabled()
+    opened = engine.open_vault(vault_dir, scan=False)
     try:
-        with pytest.raises(RuntimeError), _starting():
-            assert not gc.isenabled()
-            raise RuntimeError("the vault could not be opened")
+        with pytest.raises(RuntimeError, match="broke off"):
+            engine.index_vault(opened, progress=fail)
         assert gc.isenabled()
-        gc.disable()  # a host that keeps it off keeps it off
-        with _starting():
-            pass
+        gc.disable()
+        engine.index_vault(opened)
         assert not gc.isenabled()
     finally:
         gc.enable()
-        gc.unfreeze()
+        opened.close()
