@@ -29,13 +29,13 @@ _BREAK = re.compile(r"\r\n?|\n")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 _ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 # Inline HTML, comments and autolinks: their text is never a link or a mention.
-_OPAQUE_TAG = re.compile(
-    r"<!--.*?-->"
-    r"|</?[A-Za-z][A-Za-z0-9-]*(?:\s+[^<>]*)?/?>"
+_TAG = (
+    r"</?[A-Za-z][A-Za-z0-9-]*(?:\s+[^<>]*)?/?>"
     r"|<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>"
-    r"|<[^<>\s@]+@[^<>\s]+>",
-    re.DOTALL,
+    r"|<[^<>\s@]+@[^<>\s]+>"
 )
+_OPAQUE_TAG = re.compile(r"<!--.*?-->|" + _TAG, re.DOTALL)
+_OPAQUE_NO_COMMENT = re.compile(_TAG)  # when no `-->` is left, no comment can close
 _EXTENSION = re.compile(r"\.(?=[0-9]*[A-Za-z])[A-Za-z0-9]{1,5}\Z")
 _FORBIDDEN_IN_TARGET = frozenset("[]|#^\r\n")
 # Pages without these take the line scan: indented code, HTML blocks, other fences.
@@ -200,9 +200,12 @@ def _scan_prose(
     a later line, raise `_Undecided`."""
     pos = start
     skip_at, skip_to = -1, -1  # a Markdown link destination ahead
+    labels: dict[int, int] = {}  # what `_label_end` found, so no label is read twice
+    parens: dict[int, int] = {}  # and `_closing_paren`
+    comment_close = -2  # where the next `-->` starts; -1: there is none; -2: not looked
     while (special := _SPECIAL.search(text, pos, end)) is not None:
         at = special.start()
-        if at == skip_at:
+        if skip_at <= at < skip_to:  # inside a link destination: `(` itself is not special
             pos = skip_to
             continue
         char = text[at]
@@ -216,7 +219,10 @@ def _scan_prose(
                 opaque.append((at, close))
                 pos = close
         elif char == "<":
-            tag = _OPAQUE_TAG.match(text, at, end)
+            if comment_close != -1 and comment_close < at:
+                comment_close = text.find("-->", at, end)
+            tags = _OPAQUE_TAG if comment_close >= 0 else _OPAQUE_NO_COMMENT
+            tag = tags.match(text, at, end)
             if tag is not None:
                 opaque.append((at, tag.end()))
             pos = tag.end() if tag is not None else at + 1
@@ -229,8 +235,10 @@ def _scan_prose(
                 pos = wiki.end()
                 continue
             limit = _line_end(text, at, end) if strict else end
-            if char == "[" and skip_at < at and (dest := _destination(text, at, limit, strict)):
-                skip_at, skip_to = dest
+            if char == "[" and skip_at < at:
+                dest = _destination(text, at, limit, strict, labels=labels, parens=parens)
+                if dest is not None:
+                    skip_at, skip_to = dest
             pos = at + 1
 
 
@@ -255,10 +263,32 @@ def _code_span_end(text: str, at: int, end: int, strict: bool) -> int:
     return -1
 
 
-def _destination(text: str, at: int, end: int, strict: bool) -> tuple[int, int] | None:
+def _destination(
+    text: str, at: int, end: int, strict: bool, *, labels: dict[int, int], parens: dict[int, int]
+) -> tuple[int, int] | None:
     """For a `[` that opens a Markdown link `[label](destination)`: where the part
-    after the label starts and ends; None when it is not one."""
-    depth, pos = 0, at
+    after the label starts and ends; None when it is not one. `labels` and `parens`
+    keep what earlier calls with the same `end` found, so that a page full of brackets
+    is read once, not once per bracket."""
+    pos = _label_end(text, at, end, strict, labels)
+    if pos < 0:
+        return None
+    if pos + 1 >= end or text[pos + 1] != "(":
+        return None
+    close = _closing_paren(text, pos + 2, end, parens)
+    if close < 0 and strict:
+        raise _Undecided
+    return None if close < 0 else (pos + 1, close)
+
+
+def _label_end(text: str, at: int, end: int, strict: bool, known: dict[int, int]) -> int:
+    """Where the `]` that closes the `[` at `at` stands; -1 when none does before `end`.
+    Every `[` read on the way is recorded in `known` with its own answer: the reading
+    from a later `[` goes through the same characters the same way."""
+    if at in known:
+        return known[at]
+    opened: list[int] = []
+    pos = at
     while pos < end:
         char = text[pos]
         if char == "\\":
@@ -270,42 +300,40 @@ def _destination(text: str, at: int, end: int, strict: bool) -> tuple[int, int] 
                 pos = close
                 continue
         if char == "[":
-            depth += 1
+            opened.append(pos)
         elif char == "]":
-            depth -= 1
-            if depth == 0:
-                break
+            known[opened.pop()] = pos
+            if not opened:
+                return pos
         pos += 1
-    if depth:
-        if strict:
-            raise _Undecided
-        return None
-    if pos + 1 >= end or text[pos + 1] != "(":
-        return None
-    close = _closing_paren(text, pos + 2, end)
-    if close < 0 and strict:
+    if strict:
         raise _Undecided
-    return None if close < 0 else (pos + 1, close)
+    known.update(dict.fromkeys(opened, -1))
+    return -1
 
 
-def _closing_paren(text: str, pos: int, end: int) -> int:
+def _closing_paren(text: str, pos: int, end: int, known: dict[int, int]) -> int:
     """After the `)` that closes a link destination opened just before `pos`; -1 if it
-    does not close before `end` or a blank line."""
-    depth = 0
+    does not close before `end` or a blank line. As `_label_end`, it records in
+    `known` the answer for every `(` it reads (by the position after it)."""
+    if pos in known:
+        return known[pos]
+    opened = [pos]
     while pos < end:
         char = text[pos]
         if char == "\\":
             pos += 2
             continue
         if char == "(":
-            depth += 1
+            opened.append(pos + 1)
         elif char == ")":
-            if depth == 0:
+            known[opened.pop()] = pos + 1
+            if not opened:
                 return pos + 1
-            depth -= 1
         elif char == "\n" and text[pos + 1 : pos + 2] in ("\n", "\r", ""):
-            return -1  # a blank line ends the paragraph
+            break  # a blank line ends the paragraph
         pos += 1
+    known.update(dict.fromkeys(opened, -1))
     return -1
 
 
