@@ -7,6 +7,7 @@ resolved to slugs by the rules here.
 
 from __future__ import annotations
 
+import heapq
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -259,8 +260,9 @@ class SlugSet:
         return pick_candidate(found, source_slug), True
 
     def close_names(self, word: str, count: int) -> list[tuple[float, str]]:
-        """Last segments spelled like `word`, as (similarity 0-100, name), closest first."""
+        """Last segments spelled like `word`, as (similarity 0-100, name), closest first
+        and ties by name, so that the answer does not depend on the order names came in."""
         found = process.extract(
-            word, self._by_last.keys(), scorer=fuzz.ratio, limit=count, score_cutoff=CLOSE_CUTOFF
+            word, self._by_last.keys(), scorer=fuzz.ratio, limit=None, score_cutoff=CLOSE_CUTOFF
         )
-        return [(score, name) for name, score, _ in found]
+        return heapq.nlargest(count, ((score, name) for name, score, _ in found))
