@@ -125,11 +125,9 @@ class PageTable:
         return [row[0] for row in self._conn.execute(sql, (key, limit))]
 
     def named_starting(self, prefix: str, limit: int) -> list[str]:
-        """Slugs with a key that starts with `prefix`, by key."""
-        sql = (
-            "SELECT slug FROM names WHERE key >= ? AND key < ? "
-            "GROUP BY slug ORDER BY min(key), slug LIMIT ?"
-        )
+        """Slugs with a key that starts with `prefix`, sorted (as search_titles shows
+        them, so that its first `limit` are the first of all)."""
+        sql = "SELECT DISTINCT slug FROM names WHERE key >= ? AND key < ? ORDER BY slug LIMIT ?"
         return [row[0] for row in self._conn.execute(sql, (prefix, prefix + "\U0010ffff", limit))]
 
     def named_containing(self, part: str, limit: int) -> list[str]:
