@@ -92,6 +92,9 @@ def test_a_first_index_in_batches_matches_one_in_a_single_batch(
         in_batches = snapshot(state)
     finally:
         state.close()
+    # The pass leaves nothing in the vault but its own folder.
+    assert sorted(p.name for p in vault_dir.iterdir()) == [".lore", *(f"f{i}" for i in range(7))]
+    assert sum(1 for p in vault_dir.rglob("*.md") if ".lore" not in p.parts) == count
     monkeypatch.setattr(sync, "BATCH", count + 1)  # this time, one batch
     assert fresh_snapshot(vault_dir) == in_batches
     monkeypatch.setattr(sync, "RELOAD_OVER", 0)  # the graph loaded afresh from the index
