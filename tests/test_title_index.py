@@ -17,8 +17,9 @@ from lore_mcp.index import Index, PageRow
 from lore_mcp.vault import Vault
 
 _SLUG = st.text(alphabet="ab/-é記", min_size=1, max_size=6)
-_TITLE = st.text(alphabet="aAb -é記", min_size=1, max_size=6)
-_PART = st.text(alphabet="ab/-é 記", min_size=1, max_size=4)
+# A placeholder's title is its link's target as written, NUL included.
+_TITLE = st.text(alphabet="aAb -é記\0", min_size=1, max_size=6)
+_PART = st.text(alphabet="ab/-é 記\0", min_size=1, max_size=4)
 
 
 def _keys(slug: str, title: str) -> set[str]:
@@ -100,7 +101,7 @@ def test_many_matches_give_the_first_by_slug() -> None:
     with _index(entries) as index:
         for part in ("item", "item-0", "item 2"):
             assert _ask(index, "starting", part, 20) == _scan(entries, "starting", part, 20)
-        for part in ("tem-29", "m 29", "f3/"):
+        for part in ("tem-29", "m 29", "f3/", "item\0"):
             assert _ask(index, "containing", part, 20) == _scan(entries, "containing", part, 20)
 
 
@@ -140,6 +141,7 @@ def test_search_titles_orders_exact_then_prefix_then_substring_each_by_slug(
         # Close spellings only when nothing else matched (was: to fill up to the limit).
         assert _titles(state, "gamna") == [("gamma", "fuzzy")]
         assert _titles(state, "zzzz") == []
+        assert _titles(state, "alpha\0")[0] == ("z/alpha", "exact")  # NUL reaches no FTS query
     finally:
         state.close()
 

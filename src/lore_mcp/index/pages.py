@@ -132,7 +132,9 @@ class PageTable:
 
     def named_containing(self, part: str, limit: int) -> list[str]:
         """Slugs with a key that holds `part`, by slug (of the first few hundred found)."""
-        if len(part) >= 3:  # the trigram index finds any part of three characters or more
+        # The trigram index finds any part of three characters or more (FTS5 reads a
+        # query only up to a NUL: those are looked for without it).
+        if len(part) >= 3 and "\x00" not in part:
             sql = (
                 "SELECT DISTINCT n.slug FROM names_text JOIN names n ON n.id = names_text.rowid "
                 "WHERE names_text MATCH ? LIMIT 500"
