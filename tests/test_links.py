@@ -138,6 +138,7 @@ def test_unescaped_pipe_in_a_table_cell_is_an_alias_as_obsidian_reads_it() -> No
         "[[a",
         "[[a]",
         '<span title="[[x]]">t</span>',
+        "<span data-x='[[x]]' hidden\n  class=\"[[y]]\"/>",
         "<https://example.com/[[x]]>",
         "[text](<[[x]]>)",
         "[text]([[x]])",
@@ -147,6 +148,12 @@ def test_unescaped_pipe_in_a_table_cell_is_an_alias_as_obsidian_reads_it() -> No
 )
 def test_not_links(markdown: str) -> None:
     assert extract_links(markdown) == []
+
+
+def test_what_is_not_an_html_tag_hides_nothing() -> None:
+    # An attribute is a name, maybe `=` and a value: `[[a]]` is none of these.
+    assert targets("p <x [[a]]> and <b =[[c]]> and </i [[d]]>") == ["a", "c", "d"]
+    assert targets("p <a href='x'>[[e]]</a> <br/>[[f]]") == ["e", "f"]
 
 
 def test_escaped_backslash_before_link_keeps_the_link() -> None:
@@ -159,6 +166,31 @@ def test_code_and_real_link_on_one_line() -> None:
 
 def test_link_inside_markdown_link_label_and_image_alt() -> None:
     assert targets("[see [[a]]](https://x.org) ![pic of [[b]]](b.png)") == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("markdown", "expected"),
+    [
+        ("[t]([[x]]) [[y]]", ["y"]),  # the destination hides what it holds
+        ("[t](<[[x]] and more>) [[y]]", ["y"]),
+        ("[t](x[[y]] 'a [[z]] title') [[w]]", ["w"]),
+        ('[t](x "[[y]]"\n) [[z]]', ["z"]),
+        ("[t](x ([[y]])) [[z]]", ["z"]),
+        ("[t]() [[x]]", ["x"]),
+        ("[t](a b [[x]])", ["x"]),  # a space in a destination: no Markdown link
+        ("[t](x 'title' [[y]])", ["y"]),
+        ("[t](<1\n[[y]]>)", ["y"]),
+        ("[t](x\n[[y]])", ["y"]),
+        ("[t](javascript:[[x]])", []),  # any destination, as links are not rendered
+        ("[t]\n([[x]])", ["x"]),
+        ("[t]([[x]]", ["x"]),
+    ],
+)
+def test_markdown_link_destinations_as_markdown_it_reads_them(
+    markdown: str, expected: list[str]
+) -> None:
+    assert targets(markdown) == expected
+    check_line_scan(markdown)
 
 
 def test_garbage_brackets_do_not_crash() -> None:
@@ -186,6 +218,8 @@ _BRACKET_STORMS = (
     "[a]((",
     "x <!--",
     "<b>",
+    "<a b='",
+    "<a b c ",
 )
 
 

@@ -29,8 +29,13 @@ _BREAK = re.compile(r"\r\n?|\n")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 _ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 # Inline HTML, comments and autolinks: their text is never a link or a mention.
+_ATTRIBUTE = (  # CommonMark's: a name, then maybe `=` and a value, quoted or not
+    r"\s+[A-Za-z_:][A-Za-z0-9:._-]*"
+    r"(?:\s*=\s*(?:[^\"'=<>`\x00-\x20]+|'[^']*'|\"[^\"]*\"))?"
+)
 _TAG = (
-    r"</?[A-Za-z][A-Za-z0-9-]*(?:\s+[^<>]*)?/?>"
+    rf"<[A-Za-z][A-Za-z0-9-]*(?:{_ATTRIBUTE})*\s*/?>"
+    r"|</[A-Za-z][A-Za-z0-9-]*\s*>"
     r"|<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>"
     r"|<[^<>\s@]+@[^<>\s]+>"
 )
@@ -201,7 +206,6 @@ def _scan_prose(
     pos = start
     skip_at, skip_to = -1, -1  # a Markdown link destination ahead
     labels: dict[int, int] = {}  # what `_label_end` found, so no label is read twice
-    parens: dict[int, int] = {}  # and `_closing_paren`
     comment_close = -2  # where the next `-->` starts; -1: there is none; -2: not looked
     while (special := _SPECIAL.search(text, pos, end)) is not None:
         at = special.start()
@@ -236,7 +240,7 @@ def _scan_prose(
                 continue
             limit = _line_end(text, at, end) if strict else end
             if char == "[" and skip_at < at:
-                dest = _destination(text, at, limit, strict, labels=labels, parens=parens)
+                dest = _destination(text, at, limit, strict, labels)
                 if dest is not None:
                     skip_at, skip_to = dest
             pos = at + 1
@@ -264,18 +268,18 @@ def _code_span_end(text: str, at: int, end: int, strict: bool) -> int:
 
 
 def _destination(
-    text: str, at: int, end: int, strict: bool, *, labels: dict[int, int], parens: dict[int, int]
+    text: str, at: int, end: int, strict: bool, labels: dict[int, int]
 ) -> tuple[int, int] | None:
-    """For a `[` that opens a Markdown link `[label](destination)`: where the part
-    after the label starts and ends; None when it is not one. `labels` and `parens`
-    keep what earlier calls with the same `end` found, so that a page full of brackets
-    is read once, not once per bracket."""
+    """For a `[` that opens a Markdown link `[label](destination "title")`: where the
+    part after the label starts and ends; None when it is not one. `labels` keeps what
+    earlier calls with the same `end` found, so that a page full of brackets is read
+    once, not once per bracket."""
     pos = _label_end(text, at, end, strict, labels)
     if pos < 0:
         return None
     if pos + 1 >= end or text[pos + 1] != "(":
         return None
-    close = _closing_paren(text, pos + 2, end, parens)
+    close = _link_tail(text, pos + 2, end)
     if close < 0 and strict:
         raise _Undecided
     return None if close < 0 else (pos + 1, close)
@@ -312,28 +316,81 @@ def _label_end(text: str, at: int, end: int, strict: bool, known: dict[int, int]
     return -1
 
 
-def _closing_paren(text: str, pos: int, end: int, known: dict[int, int]) -> int:
-    """After the `)` that closes a link destination opened just before `pos`; -1 if it
-    does not close before `end` or a blank line. As `_label_end`, it records in
-    `known` the answer for every `(` it reads (by the position after it)."""
-    if pos in known:
-        return known[pos]
-    opened = [pos]
+_BLANKS = frozenset(" \t\n\r")
+
+
+def _skip_blanks(text: str, pos: int, end: int) -> int:
+    while pos < end and text[pos] in _BLANKS:
+        pos += 1
+    return pos
+
+
+def _link_tail(text: str, pos: int, end: int) -> int:
+    """After the `)` that ends an inline link's destination and title, which start at
+    `pos` (just after the `(`); -1 when they are not a destination and a title (then
+    the brackets before are plain text). As markdown-it's link rule reads them: blanks,
+    a destination (`<...>`, or no spaces and balanced parentheses), blanks, an optional
+    title in quotes or parentheses, blanks, `)`. Any destination will do (markdown-it
+    makes no link of `javascript:` and the like; links are not rendered here)."""
+    pos = _skip_blanks(text, pos, end)
+    if pos >= end:
+        return -1
+    after = _link_destination(text, pos, end)
+    if after > pos:
+        pos = spaced = _skip_blanks(text, after, end)
+        if after < spaced < end and (titled := _link_title(text, spaced, end)) > 0:
+            pos = _skip_blanks(text, titled, end)
+    return pos + 1 if pos < end and text[pos] == ")" else -1
+
+
+def _link_destination(text: str, pos: int, end: int) -> int:
+    """Where a link destination starting at `pos` ends; `pos` when there is none."""
+    start = pos
+    if text[pos] == "<":
+        pos += 1
+        while pos < end:
+            char = text[pos]
+            if char in "\n\r<":
+                return start
+            if char == ">":
+                return pos + 1
+            pos += 2 if char == "\\" and pos + 1 < end else 1
+        return start
+    level = 0
     while pos < end:
         char = text[pos]
-        if char == "\\":
+        if char == " " or (char < " " and char != "\x00") or char == "\x7f":
+            break  # markdown-it reads a NUL as U+FFFD: part of the destination
+        if char == "\\" and pos + 1 < end:
+            if text[pos + 1] == " ":
+                break
             pos += 2
             continue
         if char == "(":
-            opened.append(pos + 1)
+            level += 1
+            if level > 32:
+                return start
         elif char == ")":
-            known[opened.pop()] = pos + 1
-            if not opened:
-                return pos + 1
-        elif char == "\n" and text[pos + 1 : pos + 2] in ("\n", "\r", ""):
-            break  # a blank line ends the paragraph
+            if level == 0:
+                break
+            level -= 1
         pos += 1
-    known.update(dict.fromkeys(opened, -1))
+    return pos if level == 0 else start
+
+
+def _link_title(text: str, pos: int, end: int) -> int:
+    """After a link title (`"..."`, `'...'` or `(...)`) starting at `pos`; -1 if none."""
+    closer = {'"': '"', "'": "'", "(": ")"}.get(text[pos])
+    if closer is None:
+        return -1
+    pos += 1
+    while pos < end:
+        char = text[pos]
+        if char == closer:
+            return pos + 1
+        if char == "(" and closer == ")":
+            return -1
+        pos += 2 if char == "\\" and pos + 1 < end else 1
     return -1
 
 
