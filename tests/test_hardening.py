@@ -41,6 +41,12 @@ def files(root: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.fixture(params=["legacy", pytest.param("2026-07-28", marks=pytest.mark.slow)])
+def mode(request: pytest.FixtureRequest) -> str:
+    """Both protocol eras meet the same checks; the default run takes the first only."""
+    return str(request.param)
+
+
 @pytest.fixture
 async def served(vault_dir: Path, mode: str) -> AsyncIterator[tuple[Client, Vault]]:
     for rel, body in SEED_PAGES.items():

@@ -161,7 +161,10 @@ def token_file(folder: Path, token: str = TOKEN, mode: int = 0o600) -> Path:
 # -- tools over HTTP ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("mode", "source"), [("legacy", "env"), (MODERN, "file")])
+@pytest.mark.parametrize(
+    ("mode", "source"),
+    [("legacy", "env"), pytest.param(MODERN, "file", marks=pytest.mark.slow)],
+)
 async def test_tools_work_with_the_token(brain_dir: Path, mode: str, source: str) -> None:
     args = ["--no-watch"]
     if source == "file":
@@ -188,6 +191,7 @@ async def test_tools_work_with_the_token(brain_dir: Path, mode: str, source: str
     assert written.read_text(encoding="utf-8") == "via [[Slugs]] 記憶 okapi"
 
 
+@pytest.mark.slow
 async def test_the_client_is_refused_with_a_wrong_token(brain_dir: Path) -> None:
     before = files(brain_dir)
     with anyio.fail_after(60):
@@ -268,6 +272,7 @@ async def test_every_bad_header_gets_401_and_touches_nothing(brain_dir: Path) ->
     assert set(files(brain_dir)) - set(before) == {"intruder/Written.md"}
 
 
+@pytest.mark.slow
 async def test_host_and_origin_checks_stay_on(brain_dir: Path) -> None:
     headers, body = save_request("rebound/Page")
     auth = {"Authorization": f"Bearer {TOKEN}"}
@@ -361,10 +366,15 @@ async def test_a_stop_signal_shuts_down_cleanly(
 # -- refusing to start --------------------------------------------------------------------
 
 
-def test_no_token_no_server(brain_dir: Path) -> None:
-    done = run_cli("--vault", str(brain_dir), "--http", "--port", "0")
-    assert done.returncode == 1 and done.stdout == ""
-    assert TOKEN_ENV in done.stderr and "--token-file" in done.stderr
+def test_no_token_no_server(
+    brain_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    with pytest.raises(SystemExit) as exited:
+        mcp_main(["--vault", str(brain_dir), "--http", "--port", "0"])
+    out, err = capsys.readouterr()
+    assert exited.value.code == 1 and out == ""
+    assert err.startswith("lore-mcp: ") and TOKEN_ENV in err and "--token-file" in err
     assert not (brain_dir / ".lore").exists()  # the vault was not even opened
 
 
@@ -376,6 +386,7 @@ def taken_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_a_taken_port_is_a_clear_error(brain_dir: Path) -> None:
     with taken_port() as port:
         done = run_cli(

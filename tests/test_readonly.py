@@ -107,7 +107,13 @@ def params(*args: str) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=list(args), env=environment())
 
 
-@pytest.mark.parametrize("entry", [["-m", "lore_mcp"], [*LORE, "serve"]], ids=["lore-mcp", "lore"])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        pytest.param(["-m", "lore_mcp"], id="lore-mcp"),
+        pytest.param([*LORE, "serve"], id="lore", marks=pytest.mark.slow),
+    ],
+)
 async def test_stdio_read_only_with_a_budget(brain_dir: Path, entry: list[str]) -> None:
     write(brain_dir, "Long.md", "".join(f"## Part {i}\n{'text ' * 30}\n" for i in range(200)))
     before = files(brain_dir)

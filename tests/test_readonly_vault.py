@@ -64,7 +64,7 @@ def write_is_refused(folder: Path) -> bool:
     return done.returncode != 0 and "PermissionError" in done.stderr
 
 
-@pytest.fixture(params=["fresh", "indexed before"])
+@pytest.fixture(params=["fresh", pytest.param("indexed before", marks=pytest.mark.slow)])
 def readonly_vault(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
     """A copy of brain/ nobody may write to; with "indexed before", it holds a `.lore/`
     from a time it was writable (read-only too now)."""

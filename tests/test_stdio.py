@@ -43,7 +43,7 @@ async def exercise(client: Client) -> None:
     assert again.is_error is False and "記憶 zebra" in text(again)
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+@pytest.mark.parametrize("mode", ["legacy", pytest.param("2026-07-28", marks=pytest.mark.slow)])
 async def test_stdio_server(brain_dir: Path, mode: str) -> None:
     params = server_params(["--vault", str(brain_dir), "--no-watch"])
     with anyio.fail_after(60):
@@ -55,6 +55,7 @@ async def test_stdio_server(brain_dir: Path, mode: str) -> None:
     assert (brain_dir / "notes" / "Stdio Test.md").read_text(encoding="utf-8").endswith("zebra.")
 
 
+@pytest.mark.slow
 async def test_vault_from_environment(brain_dir: Path) -> None:
     params = server_params(["--no-watch", "--log-level", "warning"], LORE_VAULT=str(brain_dir))
     with anyio.fail_after(60):

@@ -151,6 +151,10 @@ class Wire:
                 os.close(fd)
 
 
+# Sockets are what a Node.js client hands its child; the slow run checks them too.
+KINDS = ["pipes", pytest.param("sockets", marks=pytest.mark.slow)]
+
+
 @pytest.fixture
 def log(tmp_path: Path) -> Path:
     return tmp_path / "stderr.log"
@@ -170,7 +174,7 @@ def big_page() -> str:
     return "# Big\n\nSee [[Slugs]].\n\n" + body
 
 
-@pytest.mark.parametrize("kind", ["pipes", "sockets"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_multi_megabyte_page_goes_in_and_comes_back_whole(
     brain_dir: Path, log: Path, kind: str
 ) -> None:
@@ -198,6 +202,7 @@ def test_a_multi_megabyte_page_goes_in_and_comes_back_whole(
     assert (brain_dir / "Big Page.md").read_text(encoding="utf-8") == content
 
 
+@pytest.mark.slow
 def test_a_huge_line_that_is_no_message_is_dropped_and_serving_goes_on(
     brain_dir: Path, log: Path
 ) -> None:
@@ -244,7 +249,7 @@ os.write(1, json.dumps(after).encode() + b"\\n")
 """
 
 
-@pytest.mark.parametrize("kind", ["pipes", "sockets"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_stray_output_goes_to_stderr_never_to_the_client(
     brain_dir: Path, log: Path, kind: str
 ) -> None:
@@ -271,6 +276,7 @@ def test_stray_output_goes_to_stderr_never_to_the_client(
 # -- how a session ends ----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the other tests end their sessions so too
 @pytest.mark.parametrize("kind", ["pipes", "sockets"])
 def test_end_of_input_ends_the_server_and_closes_the_vault(
     brain_dir: Path, log: Path, kind: str
@@ -331,6 +337,7 @@ def test_a_stop_signal_ends_the_server_cleanly(
 # -- stdin that is no pipe ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_requests_from_a_file_are_served(brain_dir: Path, tmp_path: Path) -> None:
     """stdin redirected from a file: the server answers, and the end of the file
     ends the session. (That transport may drop the reply to a request still in flight when

@@ -34,7 +34,7 @@ from lore_mcp.watcher import (
 # warning would kill watchdog's shared inotify thread for the rest of the session.
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
 
-FAST = 0.2
+FAST = 0.05
 
 Snapshot = tuple[object, ...]
 
@@ -214,6 +214,7 @@ def test_a_page_being_written_is_taken_in_once_closed(watch: Start) -> None:
     assert "half-done" in w.state.placeholders
 
 
+@pytest.mark.slow  # polling looks once a second
 def test_polling_takes_in_an_edit_in_place(watch: Start) -> None:
     w = watch(SEED)
     w.watcher.stop()
@@ -340,7 +341,7 @@ def test_events_before_first_index_pass_are_applied_after(vault_dir: Path, tmp_p
     watcher = start_watcher(state, FAST, apply=recorder)
     try:
         write(vault_dir, "Away.md", "Away.\n")
-        assert wait_until(lambda: "Away.md" in recorder.paths(), timeout=0.5) is False
+        assert wait_until(lambda: "Away.md" in recorder.paths(), timeout=FAST * 5) is False
         engine.index_vault(state)
         Watched(vault_dir, state, recorder, watcher, tmp_path).converge()
         assert "away" in state.pages
