@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import io
 import json
 import logging
-import multiprocessing
+import subprocess
 import sys
 import threading
 from datetime import UTC, datetime, timedelta
@@ -161,17 +162,23 @@ def test_many_writes_at_once_give_whole_lines(vault_dir: Path) -> None:
         threading.Thread(target=_write_many, args=(str(vault_dir), name, 60))
         for name in ("t1", "t2")
     ]
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_write_many, args=(str(vault_dir), n, 40)) for n in ("p1", "p2")]
+    # The same function in child processes that import only what it needs.
+    script = (
+        "import sys\n"
+        "from lore_mcp import vault as ops\n"
+        f"{inspect.getsource(_write_many)}\n"
+        "_write_many(sys.argv[1], sys.argv[2], int(sys.argv[3]))\n"
+    )
     for thread in threads:
         thread.start()
-    for proc in procs:
-        proc.start()
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, str(vault_dir), n, "40"])
+        for n in ("p1", "p2")
+    ]
     for thread in threads:
         thread.join(120)
     for proc in procs:
-        proc.join(120)
-        assert proc.exitcode == 0
+        assert proc.wait(timeout=120) == 0
     log = lines(vault_dir)
     assert len(log) == 2 * (60 + 6) + 2 * (40 + 4)
     assert len({r["pid"] for r in log}) == 3
