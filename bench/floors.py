@@ -19,14 +19,14 @@ import time
 from pathlib import Path
 
 from bench.rawrpc import RawServer
-from lore_mcp import index
+from lore_mcp.index.search import SEARCH_SCHEMA, fts_text
 
 EMPTY_SERVER = "from mcp.server.mcpserver import MCPServer; MCPServer('floor').run('stdio')"
 
 
 def _engine_fts_options() -> str:
     """The options of the engine's own FTS5 table, read from its schema."""
-    found = re.search(r"USING fts5\(\s*title, body, (.*?)\s*\);", index._SCHEMA, re.S)
+    found = re.search(r"USING fts5\(\s*title, body, (.*?)\s*\);", SEARCH_SCHEMA, re.S)
     if found is None:
         raise RuntimeError("cannot find the FTS5 table in the engine's schema")
     return found.group(1)
@@ -46,9 +46,12 @@ def read_all(root: Path, pages: list[str]) -> tuple[float, list[tuple[str, bytes
     return time.perf_counter() - began, loaded
 
 
-def fts5_insert(pages: list[tuple[str, bytes]], options: str = "") -> float:
+def fts5_insert(pages: list[tuple[str, bytes]], options: str = "", engine: bool = False) -> float:
     """Seconds to decode and insert every page (title, body) into a new FTS5 table in a
-    temp database, in one transaction, commit included."""
+    temp database, in one transaction, commit included. With `engine`, the text goes in
+    as the engine stores it (`fts_text`: CJK split into single characters), in rowid
+    order as the engine writes it."""
+    prepare = fts_text if engine else str
     with tempfile.TemporaryDirectory(prefix="lore-bench-fts-") as tmp:
         db = sqlite3.connect(os.path.join(tmp, "floor.db"), isolation_level=None)
         try:
@@ -57,8 +60,11 @@ def fts5_insert(pages: list[tuple[str, bytes]], options: str = "") -> float:
             began = time.perf_counter()
             db.execute("BEGIN")
             db.executemany(
-                "INSERT INTO fts(title, body) VALUES (?, ?)",
-                ((Path(rel).stem, data.decode("utf-8")) for rel, data in pages),
+                "INSERT INTO fts(rowid, title, body) VALUES (?, ?, ?)",
+                (
+                    (n, prepare(Path(rel).stem), prepare(data.decode("utf-8")))
+                    for n, (rel, data) in enumerate(pages, 1)
+                ),
             )
             db.execute("COMMIT")
             return time.perf_counter() - began

@@ -3,13 +3,13 @@
 `session` spawns `python -m lore_mcp --vault DIR --no-watch` with the SDK's stdio
 transport, times spawn → initialize → first answered `read_page`, optionally runs the
 per-call workload through the same live session, and reads the server's peak RSS
-(`VmHWM`) and CPU time from `/proc`. `raw_calls` repeats the calls through a bare
-JSON-RPC client (no client-side validation), and `in_process` against `vault_ops` in
-this process, so the shares of the client, the protocol and the engine are visible.
-`session` can also record every answer for `bench/sdkfloor.py` to replay, which gives
-the SDK's own share of each call: `paired` runs the calls through the real server and
-that floor side by side, call by call, so the two are compared in the same moments of
-a busy machine.
+(`VmHWM`) and CPU time from `/proc` (the server is one process: it has no workers).
+`raw_calls` repeats the calls through a bare JSON-RPC client (no client-side
+validation), and `in_process` against the engine (`lore_mcp.vault`) in this process,
+so the shares of the client, the protocol and the engine are visible. `session` can
+also record every answer for `bench/sdkfloor.py` to replay, which gives the SDK's own
+share of each call: `paired` runs the calls through the real server and that floor side
+by side, call by call, so the two are compared in the same moments of a busy machine.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
 from bench.rawrpc import RawServer, server_command
-from lore_mcp import vault_ops
+from lore_mcp import vault as engine
 from lore_mcp.errors import LoreError
 from lore_mcp.models import SaveResult
-from lore_mcp.state import AppState
+from lore_mcp.vault import Vault
 
 Args = dict[str, Any]
 Plan = list[tuple[str, str, list[Args]]]
@@ -41,7 +41,6 @@ PASS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV")
 FIRST_READ_TIMEOUT_S = 1800.0
 CALL_TIMEOUT_S = 120.0
 WARM_UP_CALLS = 3
-TREE_SAMPLE_S = 0.1
 PING = "ping"
 
 
@@ -51,9 +50,8 @@ class Start:
 
     initialize_s: float = 0.0
     first_read_s: float = 0.0
-    start_cpu_s: float = 0.0  # server + reaped workers, user + system, at that answer
+    start_cpu_s: float = 0.0  # the server's, user + system, at that answer
     start_rss_mb: float = 0.0  # the server's peak RSS (VmHWM) then
-    tree_rss_mb: float = 0.0  # peak RSS of the server plus its worker processes, sampled
     end_cpu_s: float = 0.0  # the same at the end of the session (after the calls, if any)
     peak_rss_mb: float = 0.0  # the server's VmHWM at the end
     error: str | None = None
@@ -163,16 +161,11 @@ async def _started(
     async with Client(stdio_client(params, errlog=server_log), mode="legacy") as client:
         start.initialize_s = time.perf_counter() - began
         pid = server_pid(command)
-        tree = TreeWatch(pid)
-        async with anyio.create_task_group() as group:
-            group.start_soon(tree.run)
-            with anyio.fail_after(FIRST_READ_TIMEOUT_S):
-                first = await client.call_tool("read_page", {"slug": probe})
-            start.first_read_s = time.perf_counter() - began
-            group.cancel_scope.cancel()
+        with anyio.fail_after(FIRST_READ_TIMEOUT_S):
+            first = await client.call_tool("read_page", {"slug": probe})
+        start.first_read_s = time.perf_counter() - began
         if record is not None:
             _keep(record, "read_page", first)
-        start.tree_rss_mb = tree.peak_mb
         start.start_rss_mb, start.start_cpu_s = peak_rss_mb(pid), cpu_seconds(pid)
         if first.is_error:
             start.error = f"read_page({probe!r}) failed: {_text(first)}"
@@ -252,23 +245,23 @@ def raw_calls(vault: Path, probe: str, server_log: TextIO, plan: Plan) -> dict[s
     return results
 
 
-def in_process(vault: Path, plan: Plan) -> tuple[float, dict[str, Timings]]:
+def in_process(root: Path, plan: Plan) -> tuple[float, dict[str, Timings]]:
     """Open the vault here (an incremental index pass; seconds returned) and time the
-    same calls straight against `vault_ops`."""
+    same calls straight against the engine."""
     began = time.perf_counter()
-    state = vault_ops.open_vault(vault)
-    opened = time.perf_counter() - began
+    vault = engine.open_vault(root)
+    took = time.perf_counter() - began
     results: dict[str, Timings] = {}
     try:
         for label, tool, calls in plan:
             if not tool.startswith("save"):
                 for args in calls[:WARM_UP_CALLS]:
-                    _direct(state, tool, args)
+                    _direct(vault, tool, args)
             timings = results[label] = Timings()
             for args in calls:
                 began = time.perf_counter()
                 try:
-                    answer = _direct(state, tool, args)
+                    answer = _direct(vault, tool, args)
                 except LoreError as exc:
                     timings.record((time.perf_counter() - began) * 1000, str(exc))
                     continue
@@ -276,23 +269,23 @@ def in_process(vault: Path, plan: Plan) -> tuple[float, dict[str, Timings]]:
                 unchanged = isinstance(answer, SaveResult) and answer.unchanged
                 timings.record(elapsed, UNCHANGED if unchanged else None)
     finally:
-        state.close()
-    return opened, results
+        vault.close()
+    return took, results
 
 
-def _direct(state: AppState, tool: str, args: Args) -> object:
+def _direct(vault: Vault, tool: str, args: Args) -> object:
     if tool == "read_page":
-        return vault_ops.read_page(state, args["slug"])
+        return engine.read_page(vault, args["slug"])
     if tool == "save_page":
-        return vault_ops.save_page(state, args["slug"], args["content"])
+        return engine.save_page(vault, args["slug"], args["content"], door="mcp")
     if tool == "search":
-        return vault_ops.search(state, args["query"])
+        return engine.search(vault, args["query"])
     if tool == "search_titles":
-        return vault_ops.search_titles(state, args["query"])
+        return engine.search_titles(vault, args["query"])
     if tool == "get_backlinks":
-        return vault_ops.get_backlinks(state, args["slug"])
+        return engine.get_backlinks(vault, args["slug"])
     if tool == "get_graph":
-        return vault_ops.get_graph(state, args["slug"], args["depth"])
+        return engine.get_graph(vault, args["slug"], args["depth"])
     raise ValueError(f"no in-process form for {tool}")
 
 
@@ -328,38 +321,3 @@ def cpu_seconds(pid: int) -> float:
     """User plus system CPU time the process and its reaped children have used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
-class TreeWatch:
-    """Samples the resident memory of a process and all its descendants (worker
-    processes have their own memory, which the server's VmHWM does not show)."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.peak_mb = 0.0
-
-    async def run(self) -> None:
-        while True:
-            self.peak_mb = max(self.peak_mb, tree_rss_mb(self.pid))
-            await anyio.sleep(TREE_SAMPLE_S)
-
-
-def tree_rss_mb(pid: int) -> float:
-    """Current RSS of `pid` and its descendants, in MiB (0 for processes already gone)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                ppid = int(Path(entry.path, "stat").read_text().rpartition(")")[2].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    pages, todo = 0, [pid]
-    while todo:
-        current = todo.pop()
-        todo += children.get(current, [])
-        try:
-            pages += int(Path(f"/proc/{current}/statm").read_text().split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20

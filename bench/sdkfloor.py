@@ -5,7 +5,10 @@
 It declares the nine tools with lore-mcp's exact signatures and output schemas (so the
 SDK validates the same arguments and results, and the client checks the same schemas),
 and answers each call with the next result recorded from the real server for that tool,
-in order, with the same start-up and stdio transport as `lore-mcp`. No vault, no index:
+in order. It starts as `lore-mcp` does (the same modules imported, the same logging, a
+`LoreServer` with the same tools and resource template) and serves through the same
+function, `lore_mcp.server.run_stdio` (the SDK's stdio transport, stopped by SIGTERM as
+lore-mcp is). No vault, no index, no background index pass:
 what a call costs here is what the SDK (client, protocol, server dispatch, validation)
 costs for a result of that size, and no server built on the SDK answers it faster.
 Spawn to its first `read_page` answer is the start-up floor with lore-mcp's modules
@@ -20,34 +23,71 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import threading
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script, this folder is first on the path
     sys.path.insert(0, str(ROOT))
 
-from lore_mcp.cli import _starting  # noqa: E402
-
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
+    from lore_mcp.vault import Vault
+
 Answers = Mapping[str, Sequence[dict[str, Any]]]
+NAME = "lore-sdk-floor"
 
 
-def build(answers: Answers) -> MCPServer[Any]:
-    """An MCPServer whose tools replay `answers`."""
-    from mcp.server.mcpserver import MCPServer
+class _NoVault:
+    """What `run_stdio` needs of a vault: the event set once the server has let go of it
+    (here, when the lifespan ends, as the real server's closes its vault)."""
 
-    from lore_mcp import server
+    def __init__(self) -> None:
+        self.closed = threading.Event()
 
-    tools = [
-        server._tool(_replaying(fn, answers.get(fn.__name__, ())), hints)
-        for fn, hints in server.TOOLS
-    ]
-    return MCPServer("lore-sdk-floor", tools=tools)
+
+def build(answers: Answers, stand_in: _NoVault | None = None) -> MCPServer[Any]:
+    """A server whose tools replay `answers`, built as `lore_mcp.server.build_server`
+    builds lore-mcp's: a `LoreServer` with the same tools, hints and resource template.
+    Its lifespan does nothing but set `stand_in.closed` at the end."""
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+
+    from lore_mcp import __version__, server
+
+    floor = server.LoreServer(
+        NAME,
+        title=NAME,
+        version=__version__,
+        instructions=f"This is the memory vault {NAME!r} (replayed answers). {server.GUIDE}",
+        lifespan=_lifespan(stand_in or _NoVault()),
+    )
+    for fn, hints in server.TOOLS:
+        replay = _replaying(fn, answers.get(fn.__name__, ()))
+        floor.add_tool(replay, title=hints.title, annotations=hints)
+
+    def page(slug: str) -> str:
+        raise ResourceNotFoundError(f"sdkfloor: no page {slug!r}")
+
+    floor.resource(
+        server.PAGE_TEMPLATE, name="page", title="A vault page", mime_type="text/markdown"
+    )(page)
+    return floor
+
+
+def _lifespan(stand_in: _NoVault) -> Callable[[Any], Any]:
+    @asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        try:
+            yield None
+        finally:
+            stand_in.closed.set()
+
+    return lifespan
 
 
 def _replaying(fn: Callable[..., Any], recorded: Sequence[dict[str, Any]]) -> Callable[..., Any]:
@@ -71,11 +111,17 @@ def main() -> int:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     answers = json.loads(Path(sys.argv[1]).read_text("utf-8"))
-    with _starting():  # the same start-up as lore-mcp's (see `lore_mcp.cli.serve`)
-        from lore_mcp.stdio import run_stdio
+    # As `lore-mcp` starts (`lore_mcp.cli._serve`): its modules, its logging, the server
+    # built, then served by the same function; only opening the vault is left out.
+    import lore_mcp.cli  # noqa: F401  (what `python -m lore_mcp` imports first)
+    from lore_mcp.config import setup_logging
 
-        floor = build(answers)
-    run_stdio(floor)
+    setup_logging("WARNING")
+    from lore_mcp.server import run_stdio
+
+    stand_in = _NoVault()
+    floor = build(answers, stand_in)
+    run_stdio(floor, cast("Vault", stand_in))
     return 0
 
 

@@ -46,8 +46,6 @@ def main() -> int:
     if args.idle:
         sampler.append("--idle")
     if args.phase in ("cold", "warm"):
-        sampler.append("--subprocesses")  # the index pass may parse in worker processes
-    if args.phase in ("cold", "warm"):
         _profile_start(vault.root, workload.probe, args.phase == "cold", sampler)
     else:
         vaults.set_clean(vault.root, False)

@@ -21,9 +21,9 @@ PROTOCOL = "2025-11-25"
 # serves, so a test can start the next server while the current one still runs.
 PREWARMED = (
     "import os, sys\n"
-    "import lore_mcp.cli, lore_mcp.server, lore_mcp.vault_ops\n"
+    "import lore_mcp.cli, lore_mcp.server, lore_mcp.vault\n"
     "os.read(0, 1)\n"
-    "lore_mcp.cli.main(sys.argv[1:])\n"
+    "lore_mcp.cli.mcp_main(sys.argv[1:])\n"
 )
 
 

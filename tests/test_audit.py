@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import io
 import json
 import logging
-import multiprocessing
+import subprocess
 import sys
 import threading
 from datetime import UTC, datetime, timedelta
@@ -18,11 +19,11 @@ import pytest
 from mcp import Client
 
 from lore_mcp import audit
-from lore_mcp import vault_ops as ops
-from lore_mcp.commands import main
+from lore_mcp import vault as ops
+from lore_mcp.cli import main
 from lore_mcp.errors import InvalidArgumentError, LoreError, VaultError
 from lore_mcp.server import build_server
-from lore_mcp.state import AppState
+from lore_mcp.vault import Vault
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +48,7 @@ def lines(root: Path) -> list[dict[str, Any]]:
 # -- what a line holds ------------------------------------------------------------------
 
 
-def test_each_write_appends_one_line(state: AppState) -> None:
+def test_each_write_appends_one_line(state: Vault) -> None:
     root = state.root
     ops.save_page(state, "notes/Alpha", "see [[Beta]]\n")
     first_hash = sha(root / "notes/Alpha.md")
@@ -85,7 +86,7 @@ def test_each_write_appends_one_line(state: AppState) -> None:
     assert datetime.fromisoformat(gone["time"]) >= datetime.fromisoformat(created["time"])
 
 
-def test_writes_that_change_nothing_leave_no_line(state: AppState, vault_dir: Path) -> None:
+def test_writes_that_change_nothing_leave_no_line(state: Vault, vault_dir: Path) -> None:
     ops.save_page(state, "a/Same", "x")
     ops.save_page(state, "b/Same", "y")
     with pytest.raises(LoreError):
@@ -161,17 +162,23 @@ def test_many_writes_at_once_give_whole_lines(vault_dir: Path) -> None:
         threading.Thread(target=_write_many, args=(str(vault_dir), name, 60))
         for name in ("t1", "t2")
     ]
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_write_many, args=(str(vault_dir), n, 40)) for n in ("p1", "p2")]
+    # The same function in child processes that import only what it needs.
+    script = (
+        "import sys\n"
+        "from lore_mcp import vault as ops\n"
+        f"{inspect.getsource(_write_many)}\n"
+        "_write_many(sys.argv[1], sys.argv[2], int(sys.argv[3]))\n"
+    )
     for thread in threads:
         thread.start()
-    for proc in procs:
-        proc.start()
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, str(vault_dir), n, "40"])
+        for n in ("p1", "p2")
+    ]
     for thread in threads:
         thread.join(120)
     for proc in procs:
-        proc.join(120)
-        assert proc.exitcode == 0
+        assert proc.wait(timeout=120) == 0
     log = lines(vault_dir)
     assert len(log) == 2 * (60 + 6) + 2 * (40 + 4)
     assert len({r["pid"] for r in log}) == 3
@@ -179,7 +186,7 @@ def test_many_writes_at_once_give_whole_lines(vault_dir: Path) -> None:
     assert found.skipped == 0 and len(found.records) == len(log)
 
 
-def test_a_torn_last_line_is_skipped_and_the_next_starts_clean(state: AppState) -> None:
+def test_a_torn_last_line_is_skipped_and_the_next_starts_clean(state: Vault) -> None:
     ops.save_page(state, "One", "1")
     with audit.log_path(state.root).open("ab") as handle:
         handle.write(b'{"time":"2025-01-01T00:00:00.000Z","door":"mcp","to')  # a crash
@@ -191,7 +198,7 @@ def test_a_torn_last_line_is_skipped_and_the_next_starts_clean(state: AppState) 
 
 
 def test_a_log_that_cannot_be_written_does_not_undo_the_write(
-    state: AppState, caplog: pytest.LogCaptureFixture
+    state: Vault, caplog: pytest.LogCaptureFixture
 ) -> None:
     audit.log_path(state.root).mkdir(parents=True)
     with caplog.at_level(logging.ERROR, logger="lore_mcp.audit"):
@@ -210,12 +217,12 @@ def record(when: datetime, slug: str, **extra: Any) -> audit.AuditRecord:
     return audit.AuditRecord(time=stamp, slug=slug, **fields)
 
 
-def test_read_log_filters_by_time_page_and_count(state: AppState) -> None:
+def test_read_log_filters_by_time_page_and_count(state: Vault) -> None:
     now = datetime.now(UTC)
-    audit.append(state, record(now - timedelta(days=3), "notes/alpha"))
-    audit.append(state, record(now - timedelta(hours=5), "beta"))
+    audit.append(state.root, record(now - timedelta(days=3), "notes/alpha"))
+    audit.append(state.root, record(now - timedelta(hours=5), "beta"))
     audit.append(
-        state,
+        state.root,
         record(
             now - timedelta(minutes=5),
             "gamma",
@@ -270,6 +277,6 @@ def test_lore_log(
     assert main([*vault, "--json", "log", "--slug", "slug-rules"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert [r["tool"] for r in shown["records"]] == ["rename_page"] and shown["skipped"] == 0
-    assert main([*vault, "log", "--since", "soon"]) == 1
+    assert main([*vault, "log", "--since", "soon"]) == 2  # a usage error of the one parser
     assert "neither a time span" in capsys.readouterr().err
-    assert main(["--vault", str(brain_dir / "nope"), "log"]) == 1
+    assert main(["--vault", str(brain_dir / "nope"), "log"]) == 2  # not a folder: usage

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lore_mcp import vault_ops
+from lore_mcp import vault as engine
 from lore_mcp.links import extract_links
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +51,7 @@ def test_vault_shape(tmp_path: Path) -> None:
     assert any(f.startswith("![[") for f in forms)
     assert any("|" in f for f in forms) and any("#" in f for f in forms)
     assert any("/" in f for f in forms)
-    state = vault_ops.open_vault(root)
+    state = engine.open_vault(root)
     try:
         assert len(state.pages) == 50
         assert len(state.placeholders) > 0  # some targets do not exist

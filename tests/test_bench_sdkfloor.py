@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from lore_mcp import vault_ops
+from lore_mcp import vault as engine
 from lore_mcp.server import build_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +31,7 @@ def _answer(result: Any) -> dict[str, Any]:
 
 async def test_declares_the_tools_of_the_real_server(brain_dir: Path) -> None:
     """Same names, input and output schemas: the client validates the same things."""
-    state = vault_ops.open_vault(brain_dir)
+    state = engine.open_vault(brain_dir)
     async with Client(build_server(state)) as real, Client(build({})) as floor:
         ours = {tool.name: tool for tool in (await real.list_tools()).tools}
         canned = {tool.name: tool for tool in (await floor.list_tools()).tools}
@@ -42,7 +42,7 @@ async def test_declares_the_tools_of_the_real_server(brain_dir: Path) -> None:
 
 
 async def test_replays_recorded_answers_in_order_then_fails(brain_dir: Path) -> None:
-    state = vault_ops.open_vault(brain_dir)
+    state = engine.open_vault(brain_dir)
     async with Client(build_server(state)) as real:
         first = await real.call_tool("read_page", {"slug": "index"})
         second = await real.call_tool("read_page", {"slug": "getting-started"})
@@ -60,6 +60,7 @@ async def test_replays_recorded_answers_in_order_then_fails(brain_dir: Path) -> 
     assert bad.is_error  # a slug must not be empty, as in the real server
 
 
+@pytest.mark.slow
 async def test_paired_calls_go_to_both_the_server_and_the_floor(
     brain_dir: Path, tmp_path: Path
 ) -> None:

@@ -16,9 +16,11 @@ from mcp.types import CallToolResult
 
 from conftest import write
 from helpers import text
-from lore_mcp import budget, cli, render, vault_ops
+from lore_mcp import budget, cli, render
+from lore_mcp import vault as engine
+from lore_mcp.config import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from lore_mcp.errors import InvalidArgumentError
-from lore_mcp.links import extract_links
+from lore_mcp.links import extract_links, split_lines
 from lore_mcp.models import Budgeted, PageView
 from lore_mcp.server import build_server
 
@@ -53,12 +55,12 @@ def big_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write(root, "hub.md", "# Hub\n\n" + "".join(f"- [[Missing {i}]]\n" for i in range(MISSING)))
     for i in range(ORPHANS):
         write(root, f"orphans/Orphan page {i} with a rather long name.md", "alone\n")
-    vault_ops.open_vault(root).close()
+    engine.open_vault(root).close()
     return root
 
 
 def connect(root: Path, mode: str, limit: int) -> Client:
-    server = build_server(vault_ops.open_vault(root, scan=False), max_result_chars=limit)
+    server = build_server(engine.open_vault(root, scan=False), max_result_chars=limit)
     return Client(server, mode="legacy") if mode == "legacy" else Client(server)
 
 
@@ -101,21 +103,21 @@ def shrunk(result: CallToolResult) -> str:
 
 @given(st.text(alphabet="ab#\r\n `~"))
 def test_split_lines_round_trips(text_: str) -> None:
-    lines = budget.split_lines(text_)
+    lines = split_lines(text_)
     assert "".join(lines) == text_
     assert all(line.endswith(("\n", "\r")) for line in lines[:-1])
 
 
 def test_line_numbers_agree_with_link_lines() -> None:
     page = "a [[one]]\r\nb\rc [[two]]\n\nd [[three]]"
-    lines = budget.split_lines(page)
+    lines = split_lines(page)
     for link in extract_links(page):
         assert f"[[{link.target}]]" in lines[link.line - 1]
 
 
 def test_headings_in_fences_are_not_headings() -> None:
     page = "# Top\ntext\n```\n# not\n```\n## Next\n~~~~\n# no\n~~~\n# still no\n~~~~\n#tag\n"
-    assert budget.heading_lines(budget.split_lines(page)) == [0, 5]
+    assert budget.heading_lines(split_lines(page)) == [0, 5]
 
 
 # -- the policies, without a server -------------------------------------------------------
@@ -126,9 +128,9 @@ def page_text(view: PageView) -> str:
 
 
 def fitted_page(root: Path, name: str, offset: int, limit: int) -> PageView:
-    state = vault_ops.open_vault(root)
+    state = engine.open_vault(root)
     try:
-        view, text = budget.fit(vault_ops.read_page(state, name, offset), page_text, limit)
+        view, text = budget.fit(engine.read_page(state, name, offset), page_text, limit)
     finally:
         state.close()
     assert budget.fits(view, page_text, limit)
@@ -146,9 +148,9 @@ def read_all(read: Callable[[int], PageView]) -> list[PageView]:
 
 
 def test_a_small_result_is_left_as_it_is(big_dir: Path) -> None:
-    state = vault_ops.open_vault(big_dir)
+    state = engine.open_vault(big_dir)
     try:
-        view = vault_ops.read_page(state, "orphans/orphan-page-1-with-a-rather-long-name")
+        view = engine.read_page(state, "orphans/orphan-page-1-with-a-rather-long-name")
     finally:
         state.close()
     fitted, text = budget.fit(view, page_text, 2000)
@@ -177,20 +179,20 @@ def test_a_line_longer_than_the_limit_shows_its_start(big_dir: Path) -> None:
 
 
 def test_read_page_offset_slices_lines(big_dir: Path) -> None:
-    state = vault_ops.open_vault(big_dir)
+    state = engine.open_vault(big_dir)
     try:
-        view = vault_ops.read_page(state, "Plain", 1498)
+        view = engine.read_page(state, "Plain", 1498)
         assert (view.offset, view.total_lines, view.next_offset) == (1498, 1500, None)
         assert view.content.startswith("plain line 1498 ") and view.content.count("\n") == 2
         assert len(view.links) == 0
         with pytest.raises(InvalidArgumentError, match="has 1500 lines"):
-            vault_ops.read_page(state, "Plain", 1500)
+            engine.read_page(state, "Plain", 1500)
     finally:
         state.close()
 
 
 def test_the_limit_has_a_floor(big_dir: Path) -> None:
-    state = vault_ops.open_vault(big_dir)
+    state = engine.open_vault(big_dir)
     try:
         with pytest.raises(InvalidArgumentError, match="at least 2000"):
             build_server(state, max_result_chars=500)
@@ -200,13 +202,13 @@ def test_the_limit_has_a_floor(big_dir: Path) -> None:
 
 def test_the_cli_default_is_the_budget_default(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        cli.main(["--help"])
+        cli.mcp_main(["--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert f"default: {budget.DEFAULT_MAX_RESULT_CHARS}" in help_text
+    assert f"default: {DEFAULT_MAX_RESULT_CHARS}" in help_text
     with pytest.raises(SystemExit) as exit_:
-        cli.main(["--vault", ".", "--max-result-chars", "100"])
+        cli.mcp_main(["--vault", ".", "--max-result-chars", "100"])
     assert exit_.value.code == 2
-    assert "below the minimum, 2000" in capsys.readouterr().err
+    assert f"100 is not between {MIN_RESULT_CHARS} and" in capsys.readouterr().err
 
 
 # -- read_page through the server ------------------------------------------------------------

@@ -15,9 +15,11 @@ from rich.console import Console
 
 from conftest import write
 from lore_mcp import display
-from lore_mcp.commands import main
+from lore_mcp.cli import main
 
 Run = tuple[int, str, str]
+# `lore` as a child process: the installed script's entry point.
+LORE = ["-c", "from lore_mcp.cli import lore_main; lore_main()"]
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +47,7 @@ def lore(*argv: str, stdin: bytes = b"", **env: str) -> subprocess.CompletedProc
     """`lore` as a script sees it: a child process with pipes for stdin and stdout."""
     clean = {k: v for k, v in os.environ.items() if k not in ("LORE_VAULT", "FORCE_COLOR")}
     return subprocess.run(
-        [sys.executable, "-m", "lore_mcp.commands", *argv],
+        [sys.executable, *LORE, *argv],
         input=stdin,
         capture_output=True,
         env={**clean, **env},
@@ -82,10 +84,15 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], brain_dir: Path
     assert run(capsys, "index", str(brain_dir), "--vault", str(brain_dir / "concepts"))[0] == 2
 
 
-def test_missing_vault_folder_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_missing_vault_folder_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     code, out, err = run(capsys, "--vault", str(tmp_path / "nope"), "list")
-    assert (code, out) == (1, "")
-    assert "does not exist" in err
+    assert (code, out) == (2, "")
+    assert err.startswith("lore: error: ") and "is not a folder" in err
+    (tmp_path / "file.md").write_text("x", encoding="utf-8")
+    code, _, err = run(capsys, "--vault", str(tmp_path / "file.md"), "list")
+    assert code == 2 and "is not a folder" in err
 
 
 def test_vault_from_env_or_either_side(
@@ -340,8 +347,15 @@ def test_doctor_finds_errors(capsys: pytest.CaptureFixture[str], brain_dir: Path
     assert "3 errors" in out
 
 
+class GoneReader(io.BytesIO):
+    def write(self, data: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
 class ClosedPipe(io.StringIO):
     """stdout after the reader went away (`lore list | head -1`)."""
+
+    buffer = GoneReader()
 
     def write(self, text: str) -> int:
         raise BrokenPipeError(32, "Broken pipe")
@@ -373,6 +387,7 @@ def test_subprocess_round_trip_and_json(brain_dir: Path) -> None:
     assert found.returncode == 0 and json.loads(found.stdout)["hits"]
 
 
+@pytest.mark.slow
 def test_subprocess_errors_exit_non_zero(brain_dir: Path, tmp_path: Path) -> None:
     missing = lore("--vault", str(brain_dir), "read", "no-such-page")
     assert (missing.returncode, missing.stdout) == (1, b"")
@@ -393,9 +408,9 @@ def test_subprocess_errors_exit_non_zero(brain_dir: Path, tmp_path: Path) -> Non
     "argv",
     [
         ("list",),
-        ("search", "placeholder"),
-        ("backlinks", "roadmap", "--unlinked"),
-        ("graph", "index", "--depth", "2"),
+        pytest.param(("search", "placeholder"), marks=pytest.mark.slow),
+        pytest.param(("backlinks", "roadmap", "--unlinked"), marks=pytest.mark.slow),
+        pytest.param(("graph", "index", "--depth", "2"), marks=pytest.mark.slow),
         ("doctor",),
     ],
 )
@@ -406,21 +421,53 @@ def test_piped_output_is_plain_text(brain_dir: Path, argv: tuple[str, ...]) -> N
     assert all(line == line.rstrip() for line in result.stdout.decode().splitlines())
 
 
-def test_serve_answers_initialize(brain_dir: Path) -> None:
-    request = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"},
-        },
-    }
-    served = lore(
-        "serve", "--vault", str(brain_dir), "--no-watch", stdin=json.dumps(request).encode() + b"\n"
-    )
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+
+
+def test_serve_answers_initialize_and_logs_only_warnings(brain_dir: Path) -> None:
+    served = lore("--vault", str(brain_dir), "serve", stdin=json.dumps(INITIALIZE).encode() + b"\n")
     assert served.returncode == 0, served.stderr
     reply = json.loads(served.stdout.splitlines()[0])
     assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "lore-mcp"
+    assert served.stderr == b""  # WARNING and up by default: a clean session says nothing
+
+
+@pytest.mark.slow
+def test_serve_takes_its_options(brain_dir: Path) -> None:
+    served = lore(
+        "serve",
+        "--vault",
+        str(brain_dir),
+        "--no-watch",
+        "--log-level",
+        "info",
+        stdin=json.dumps(INITIALIZE).encode() + b"\n",
+    )
+    assert served.returncode == 0, served.stderr
+    assert json.loads(served.stdout.splitlines()[0])["id"] == 1
     assert b"watch off" in served.stderr  # --no-watch reached the server, logging at info
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(brain_dir: Path) -> None:
+    """`lore list | head -0`: the pipe closes before lore writes; exit 141, no complaint."""
+    clean = {k: v for k, v in os.environ.items() if k != "LORE_VAULT"}
+    with subprocess.Popen(
+        [sys.executable, *LORE, "--vault", str(brain_dir), "list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        err = proc.stderr.read()
+        code = proc.wait(60)
+    assert (code, err) == (141, b"")

@@ -6,18 +6,33 @@ import os
 import time
 from pathlib import Path
 
-from lore_mcp import files
+from lore_mcp.index import LinkRow
+from lore_mcp.vault import files
 
 
-def test_edges_skip_same_page_links_attachments_and_empty_targets() -> None:
+def test_page_links_skip_same_page_links_attachments_and_empty_targets() -> None:
     text = "[[#Intro]] ![[chart.png]] [[..]]\n  [[./Sub/Note|alias]] and [[Other#Part]]  \n"
-    found = files.edges("folder/page", text)
-    assert found == [
-        files.Edge(
-            "./Sub/Note", 2, "[[./Sub/Note|alias]] and [[Other#Part]]", "folder/sub/note", True
-        ),
-        files.Edge("Other", 2, "[[./Sub/Note|alias]] and [[Other#Part]]", "other", False),
+    context = "[[./Sub/Note|alias]] and [[Other#Part]]"
+    assert files.page_links("folder/page", text) == [
+        LinkRow("folder/page", "./Sub/Note", 2, context, "folder/sub/note", True, ""),
+        LinkRow("folder/page", "Other", 2, context, "other", False, ""),
     ]
+
+
+def test_parse_gives_the_row_the_text_and_the_links() -> None:
+    data = "\ufeff# Hi [[There]]\n".encode()
+    parsed = files.parse("notes/My Page.md", data, len(data), 7)
+    assert parsed.row.slug == "notes/my-page" and parsed.row.title == "My Page"
+    assert (parsed.row.path, parsed.row.size, parsed.row.mtime_ns) == (
+        "notes/My Page.md",
+        len(data),
+        7,
+    )
+    assert parsed.row.hash == files.content_hash(data) and len(parsed.row.hash) == 64
+    assert not parsed.row.bad_utf8
+    assert parsed.body == "# Hi [[There]]\n"  # without the byte-order mark
+    assert [(k.target, k.line) for k in parsed.links] == [("There", 1)]
+    assert files.parse("b.md", b"caf\xe9", 4, 0).row.bad_utf8
 
 
 def test_stale_temp_files_are_removed_and_fresh_ones_kept(vault_dir: Path) -> None:

@@ -1,44 +1,43 @@
-"""The link graph's helpers: keeping its title index in step, the shared attribute dict,
-adding edges fast."""
+"""The link graph: nodes with their title and placeholder flag, and edges that end as
+networkx would build them."""
 
 from __future__ import annotations
 
 import networkx as nx
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lore_mcp.graph import FOLDED_CHANGES_KEPT, LinkGraph, Node
-from lore_mcp.title_index import EXACT, PREFIX
+from lore_mcp.graph import LinkGraph, Node
 
 
-def test_the_graph_keeps_its_title_index_in_step() -> None:
-    graph = LinkGraph()
-    for slug, title in (("a/alpha", "Alpha"), ("beta", "Beta")):
-        graph.set_node(slug, title, placeholder=False)
-    titles = graph.folded_titles()
-    graph.set_node("alphabet", "Alphabet", placeholder=True)
-    graph.set_node("beta", "Alpha Beta", placeholder=False)  # a new title
-    graph.remove_node("a/alpha")
-    assert graph.folded_titles() is titles  # kept, not built again
-    assert titles.ranked("alpha", "alpha", 10) == [("alphabet", PREFIX), ("beta", PREFIX)]
-    for i in range(FOLDED_CHANGES_KEPT):
-        graph.set_node(f"n{i}", f"N {i}", placeholder=False)
-    rebuilt = graph.folded_titles()
-    assert rebuilt is not titles  # after many changes it is built afresh
-    assert rebuilt.ranked("n1999", "n 1999", 5) == [("n1999", EXACT)]
-
-
-def test_the_shared_attribute_dict_refuses_writes() -> None:
+def test_nodes_keep_their_title_and_flag() -> None:
     graph = LinkGraph()
     graph.set_node("a", "A", placeholder=False)
     graph.set_node("b", "B", placeholder=True)
-    graph.add_edges([("a", "b")])
-    with pytest.raises(TypeError):
-        graph._g.add_edge("a", "b", weight=2)
-    with pytest.raises(TypeError):
-        graph._g.nodes["a"]["title"] = "x"
+    graph.add_edges([("a", "b"), ("a", "c")])  # "c" has no title yet: its slug stands in
     assert graph.node("b") == Node("b", "B", True)
+    assert graph.node("c") == Node("c", "c", False)
+    assert graph.node("nowhere") is None
+    assert (graph.title("a"), graph.title("nowhere")) == ("A", "nowhere")
+    graph.set_node("b", "Bee", placeholder=False)  # promoted, renamed: its edges stay
+    assert graph.node("b") == Node("b", "Bee", False)
+    assert graph.linking_to("b") == ["a"]
+    graph.remove_node("a")
+    graph.remove_node("a")  # gone already: nothing happens
+    assert sorted(n.slug for n in graph.nodes()) == ["b", "c"]
+    assert graph.edge_count() == 0
+
+
+def test_orphans_and_most_linked() -> None:
+    graph = LinkGraph()
+    for slug in ("a", "b", "c", "lonely", "selfish"):
+        graph.set_node(slug, slug.upper(), placeholder=False)
+    graph.set_node("ghost", "Ghost", placeholder=True)
+    graph.add_edges([("a", "b"), ("c", "b"), ("a", "ghost"), ("selfish", "selfish")])
+    assert graph.orphans() == ["lonely", "selfish"]  # a link to itself does not count
+    assert graph.most_linked(10, placeholders=False) == [("b", 2), ("selfish", 1)]
+    assert graph.most_linked(1, placeholders=False) == [("b", 2)]
+    assert graph.most_linked(10, placeholders=True) == [("ghost", 1)]
 
 
 slugs = st.sampled_from(["a", "b", "c/d", "c/e", "f", "g"])
@@ -57,9 +56,9 @@ def test_adding_edges_gives_the_graph_networkx_would_build(
     second: list[tuple[str, str]],
     grouped: bool,
 ) -> None:
-    """The graph's own fast path for adding edges ends where `add_edges_from` would: the
-    same nodes, edges, neighbours and degrees, whatever was there before and in whatever
-    order the edges come (the index gives them grouped by source)."""
+    """Adding edges and replacing a page's edges end where networkx's own calls would:
+    the same nodes, edges, neighbours and degrees, whatever was there before and in
+    whatever order the edges come (the index gives them grouped by source)."""
     if grouped:
         first = sorted(first)
     graph = LinkGraph()
@@ -85,13 +84,3 @@ def test_adding_edges_gives_the_graph_networkx_would_build(
         assert graph.neighbourhood(slug, 2)[1] == sorted(
             expected.subgraph(nx.ego_graph(expected, slug, 2, undirected=True)).edges()
         )
-
-
-def test_a_slug_is_held_once_however_many_links_name_it() -> None:
-    graph = LinkGraph()
-    graph.set_node("".join(["hu", "b"]), "Hub", placeholder=False)
-    graph.add_edges([(f"page-{i}", "".join(["h", "ub"])) for i in range(3)])
-    (hub,) = [slug for slug in graph._g if slug == "hub"]
-    for page in graph.linking_to("hub"):
-        (target,) = graph._g.successors(page)
-        assert target is hub

@@ -26,7 +26,8 @@ from mcp.types import CallToolResult
 from starlette.types import Receive, Scope, Send
 
 from helpers import assert_matches_fresh, environment, run_cli, text
-from lore_mcp import vault_ops
+from lore_mcp import vault as engine
+from lore_mcp.cli import main, mcp_main
 from lore_mcp.errors import LoreError
 from lore_mcp.http import (
     TOKEN_ENV,
@@ -42,6 +43,8 @@ pytestmark = pytest.mark.anyio
 
 TOKEN = secrets.token_urlsafe(24)
 MODERN = "2026-07-28"
+# `lore` as a child process: the installed script's entry point.
+LORE = ["-c", "from lore_mcp.cli import lore_main; lore_main()"]
 LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:(\d+)/mcp)")
 
 
@@ -69,8 +72,8 @@ class Served:
     def stderr(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
-    async def stop(self, sig: signal.Signals = signal.SIGTERM, within: float = 15) -> int:
-        """Send `sig` and wait for the exit code; fail if it takes longer than `within`."""
+    async def stop(self, sig: signal.Signals = signal.SIGTERM, within: float = 30) -> int:
+        """Send `sig` and wait for the exit code; fail (a hang) after `within` seconds."""
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         with anyio.move_on_after(within):
@@ -93,8 +96,8 @@ async def serving(
     log = vault.parent / f"server-{secrets.token_hex(4)}.log"
     out = vault.parent / f"stdout-{secrets.token_hex(4)}.log"
     env = environment(**{TOKEN_ENV: TOKEN}) if token_env else environment()
-    program = ["lore_mcp"] if entry == "lore-mcp" else ["lore_mcp.commands", "serve"]
-    command = [sys.executable, "-m", *program, "--vault", str(vault), "--http", "--port", "0"]
+    program = ["-m", "lore_mcp"] if entry == "lore-mcp" else [*LORE, "serve"]
+    command = [sys.executable, *program, "--vault", str(vault), "--http", "--port", "0"]
     with log.open("wb") as err, out.open("wb") as std:
         proc = subprocess.Popen(
             [*command, *args], stdin=subprocess.DEVNULL, stdout=std, stderr=err, env=env
@@ -158,7 +161,10 @@ def token_file(folder: Path, token: str = TOKEN, mode: int = 0o600) -> Path:
 # -- tools over HTTP ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("mode", "source"), [("legacy", "env"), (MODERN, "file")])
+@pytest.mark.parametrize(
+    ("mode", "source"),
+    [("legacy", "env"), pytest.param(MODERN, "file", marks=pytest.mark.slow)],
+)
 async def test_tools_work_with_the_token(brain_dir: Path, mode: str, source: str) -> None:
     args = ["--no-watch"]
     if source == "file":
@@ -185,6 +191,7 @@ async def test_tools_work_with_the_token(brain_dir: Path, mode: str, source: str
     assert written.read_text(encoding="utf-8") == "via [[Slugs]] 記憶 okapi"
 
 
+@pytest.mark.slow
 async def test_the_client_is_refused_with_a_wrong_token(brain_dir: Path) -> None:
     before = files(brain_dir)
     with anyio.fail_after(60):
@@ -265,6 +272,7 @@ async def test_every_bad_header_gets_401_and_touches_nothing(brain_dir: Path) ->
     assert set(files(brain_dir)) - set(before) == {"intruder/Written.md"}
 
 
+@pytest.mark.slow
 async def test_host_and_origin_checks_stay_on(brain_dir: Path) -> None:
     headers, body = save_request("rebound/Page")
     auth = {"Authorization": f"Bearer {TOKEN}"}
@@ -290,6 +298,7 @@ def page_content(client: int, n: int) -> str:
     return f"Client {client}, save {n}: next [[c{client}-p{n + 1}]], hub [[Swarm Hub]], [[Slugs]]."
 
 
+@pytest.mark.slow
 async def test_concurrent_clients_lose_nothing(brain_dir: Path) -> None:
     async def writer(url: str, client: int) -> None:
         async with connect(url, "legacy" if client % 2 else MODERN) as c:
@@ -317,7 +326,7 @@ async def test_concurrent_clients_lose_nothing(brain_dir: Path) -> None:
         for n in range(SAVES):
             page = brain_dir / "swarm" / f"c{client}-p{n}.md"
             assert page.read_text(encoding="utf-8") == page_content(client, n)
-    state = vault_ops.open_vault(brain_dir)
+    state = engine.open_vault(brain_dir)
     try:
         assert {f"c{c}-p{SAVES}" for c in range(CLIENTS)} <= set(state.placeholders)
         assert_matches_fresh(state)
@@ -325,6 +334,7 @@ async def test_concurrent_clients_lose_nothing(brain_dir: Path) -> None:
         state.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("sig", "entry"),
     [(signal.SIGTERM, "lore-mcp"), (signal.SIGINT, "lore serve")],
@@ -334,23 +344,20 @@ async def test_a_stop_signal_shuts_down_cleanly(
     brain_dir: Path, sig: signal.Signals, entry: str
 ) -> None:
     exit_code: int | None = None
-    stopped_in = float("inf")
     with anyio.fail_after(60):
         async with serving(brain_dir, entry=entry) as served:
             try:
                 async with connect(served.url, "legacy") as c:  # its GET stream stays open
                     await call(c, "save_page", slug="Before Stop", content="kept")
-                    started = anyio.current_time()
-                    exit_code = await served.stop(sig, within=10)
-                    stopped_in = anyio.current_time() - started
+                    exit_code = await served.stop(sig)
             except* (httpx2.HTTPError, MCPError):
                 pass  # the client then finds the server gone; reporting that is the SDK's job
-    assert exit_code == 0 and stopped_in < 10
+    assert exit_code == 0
     log = served.stderr()
     assert "closed the vault" in log and "Traceback" not in log
-    state = vault_ops.open_vault(brain_dir)  # no lock left behind: a fresh open works
+    state = engine.open_vault(brain_dir)  # no lock left behind: a fresh open works
     try:
-        assert vault_ops.read_page(state, "before-stop").content == "kept"
+        assert engine.read_page(state, "before-stop").content == "kept"
         assert_matches_fresh(state)
     finally:
         state.close()
@@ -359,10 +366,15 @@ async def test_a_stop_signal_shuts_down_cleanly(
 # -- refusing to start --------------------------------------------------------------------
 
 
-def test_no_token_no_server(brain_dir: Path) -> None:
-    done = run_cli("--vault", str(brain_dir), "--http", "--port", "0")
-    assert done.returncode == 1 and done.stdout == ""
-    assert TOKEN_ENV in done.stderr and "--token-file" in done.stderr
+def test_no_token_no_server(
+    brain_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    with pytest.raises(SystemExit) as exited:
+        mcp_main(["--vault", str(brain_dir), "--http", "--port", "0"])
+    out, err = capsys.readouterr()
+    assert exited.value.code == 1 and out == ""
+    assert err.startswith("lore-mcp: ") and TOKEN_ENV in err and "--token-file" in err
     assert not (brain_dir / ".lore").exists()  # the vault was not even opened
 
 
@@ -374,6 +386,7 @@ def taken_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_a_taken_port_is_a_clear_error(brain_dir: Path) -> None:
     with taken_port() as port:
         done = run_cli(
@@ -384,11 +397,11 @@ def test_a_taken_port_is_a_clear_error(brain_dir: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "refusal"),
     [
-        (["--host", "0.0.0.0"], "--allow-remote"),
-        (["--host", "192.0.2.1"], "not a loopback address"),
-        (["--port", "70000"], "not a port number"),
+        (["--host", "0.0.0.0"], (1, "--allow-remote")),
+        (["--host", "192.0.2.1"], (1, "not a loopback address")),
+        (["--port", "70000"], (2, "70000 is not between 0 and 65535")),
     ],
 )
 def test_bad_http_options(
@@ -396,22 +409,19 @@ def test_bad_http_options(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     args: list[str],
-    message: str,
+    refusal: tuple[int, str],
 ) -> None:
-    from lore_mcp.cli import main
-
+    code, message = refusal
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     with pytest.raises(SystemExit) as exited:
-        main(["--vault", str(brain_dir), "--http", *args])
-    assert exited.value.code in (1, 2) and message in capsys.readouterr().err
+        mcp_main(["--vault", str(brain_dir), "--http", *args])
+    assert exited.value.code == code and message in capsys.readouterr().err
     assert not (brain_dir / ".lore").exists()
 
 
 def test_lore_serve_takes_the_same_flags(
     brain_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lore_mcp.commands import main
-
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     assert main(["serve", "--vault", str(brain_dir), "--http"]) == 1
     assert "none is configured" in capsys.readouterr().err
@@ -420,12 +430,15 @@ def test_lore_serve_takes_the_same_flags(
     assert not (brain_dir / ".lore").exists()
 
 
-def test_http_flags_need_http(brain_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from lore_mcp.cli import main
-
+@pytest.mark.parametrize("flag", [["--host", "127.0.0.1"], ["--port", "9000"]])
+def test_http_flags_need_http(
+    brain_dir: Path, capsys: pytest.CaptureFixture[str], flag: list[str]
+) -> None:
     with pytest.raises(SystemExit) as exited:
-        main(["--vault", str(brain_dir), "--port", "9000"])
-    assert exited.value.code == 2 and "need --http" in capsys.readouterr().err
+        mcp_main(["--vault", str(brain_dir), *flag])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.startswith("lore-mcp: error: ") and "need --http" in err
+    assert not (brain_dir / ".lore").exists()
 
 
 # -- configuration, in process ------------------------------------------------------------

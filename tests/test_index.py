@@ -4,9 +4,6 @@ passes applied in batches."""
 from __future__ import annotations
 
 import sqlite3
-import tempfile
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -15,10 +12,13 @@ from hypothesis import strategies as st
 
 from conftest import write
 from helpers import assert_matches_fresh
-from lore_mcp import checkpoints, indexing
-from lore_mcp import vault_ops as ops
-from lore_mcp.index import SCHEMA_VERSION, SNIPPET_MAX_BYTES, Index, PageRow, fts_query, fts_text
-from lore_mcp.state import DB_NAME, LORE_DIR
+from lore_mcp import vault as ops
+from lore_mcp.config import DB_NAME, LORE_DIR
+from lore_mcp.errors import PageNotFoundError
+from lore_mcp.index import Index, PageRow
+from lore_mcp.index.db import SCHEMA_VERSION
+from lore_mcp.index.search import SNIPPET_MAX_BYTES, fts_query, fts_text
+from lore_mcp.vault import sync
 
 
 def test_fts_query_quotes_every_term() -> None:
@@ -34,15 +34,20 @@ def test_fts_text_splits_only_cjk() -> None:
     assert fts_text("記憶 x") == "\x1f記\x1f憶\x1f x"
 
 
-@settings(max_examples=300, deadline=None)
-@given(query=st.text(max_size=60))
-def test_any_query_is_safe(query: str) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        index = Index(Path(folder) / "lore.db")
-        with index.write():
-            index.upsert_pages([(PageRow("a", "Alpha", "a.md"), "some text AND or NOT near 記憶")])
-        index.search(query, 5)
-        index.pages_matching(query, 5)
+def test_any_query_is_safe(tmp_path: Path) -> None:
+    index = Index(tmp_path / "lore.db")
+    with index.write():
+        index.put_pages([(PageRow("a", "Alpha", "a.md"), "some text AND or NOT near 記憶")])
+
+    @settings(max_examples=300, deadline=None)
+    @given(query=st.text(max_size=60))
+    def search(query: str) -> None:
+        index.search.query(query, 5)
+        index.search.pages_matching(query, 5)
+
+    try:
+        search()
+    finally:
         index.close()
 
 
@@ -51,15 +56,18 @@ def test_page_files_found_by_path_folder_and_slug(tmp_path: Path) -> None:
     paths = ["a.md", "a/b.md", "a/c/d.md", "a-b/e.md", "a.b/f.md", "ab/g.md", "é/h.md"]
     with index.write():
         rows = [(PageRow(p[:-3].replace("/", "-"), p, p, size=i), "") for i, p in enumerate(paths)]
-        index.upsert_pages([*rows, (PageRow("ghost", "Ghost", None), "")])
-    assert sorted(index.files_under("a")) == ["a/b.md", "a/c/d.md"]
-    assert sorted(index.files_under("a/c")) == ["a/c/d.md"]
-    assert sorted(index.files_under("é")) == ["é/h.md"]
-    assert index.files_under("a/b.md") == {}
-    assert sorted(index.files_at(["a.md", "ab/g.md", "nowhere.md"])) == ["a.md", "ab/g.md"]
-    found = index.files_of(["a-b-e", "ghost", "nobody"])
+        index.put_pages([*rows, (PageRow("ghost", "Ghost", None), None)])
+    table = index.pages
+    assert sorted(table.files_under("a")) == ["a/b.md", "a/c/d.md"]
+    assert sorted(table.files_under("a/c")) == ["a/c/d.md"]
+    assert sorted(table.files_under("é")) == ["é/h.md"]
+    assert table.files_under("a/b.md") == {}
+    assert sorted(table.files_at(["a.md", "ab/g.md", "nowhere.md"])) == ["a.md", "ab/g.md"]
+    found = table.files_of(["a-b-e", "ghost", "nobody"])
     assert list(found) == ["a-b/e.md"] and found["a-b/e.md"].slug == "a-b-e"
-    assert index.stamps() == {(p, i, 0) for i, p in enumerate(paths)}
+    stamps = {(s.path, s.size, s.mtime_ns) for s in table.stamps().values()}
+    assert stamps == {(p, i, 0) for i, p in enumerate(paths)}
+    assert (table.count(), len(table.all())) == (len(paths), len(paths) + 1)
     index.close()
 
 
@@ -113,82 +121,6 @@ def _db(root: Path) -> Path:
     return root / LORE_DIR / DB_NAME
 
 
-def _pages_in_the_file(db: Path) -> int:
-    """Pages in the database file itself, not counting what is still in its log."""
-    conn = sqlite3.connect(f"file:{db}?immutable=1", uri=True)
-    try:
-        return int(conn.execute("SELECT count(*) FROM pages").fetchone()[0])
-    finally:
-        conn.close()
-
-
-def _pages(prefix: str, count: int = 1500) -> list[tuple[PageRow, str | None]]:
-    # 1500 of them are about 6 MB: past the 4 MB of log at which SQLite's commits would
-    # copy the log into the file themselves.
-    return [(PageRow(f"{prefix}{i}", "T", f"{prefix}{i}.md"), "x " * 2000) for i in range(count)]
-
-
-def _copied_into_the_file(db: Path, pages: int, timeout_s: float = 10.0) -> bool:
-    """Whether the database file itself comes to hold `pages` pages within the time."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            if _pages_in_the_file(db) == pages:
-                return True
-        except sqlite3.DatabaseError:
-            pass  # read in the middle of a checkpoint's writes: the file is half copied
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-
-
-def test_a_deferred_checkpoint_leaves_commits_in_the_log_until_asked(vault_dir: Path) -> None:
-    index = Index(vault_dir / "index.db")
-    index.checkpoint()  # the empty schema, into the file
-    with index.checkpoint_deferred(), index.write():
-        index.upsert_pages(_pages("p"))
-    time.sleep(5 * checkpoints.DELAY_S)  # long past the checkpointer's delay
-    assert _pages_in_the_file(index.path) == 0
-    index.checkpoint()
-    assert _pages_in_the_file(index.path) == 1500
-    with index.write():  # after the block, the checkpointer copies commits again
-        index.upsert_pages(_pages("q"))
-    assert _copied_into_the_file(index.path, 3000)
-    index.close()
-
-
-def test_a_commit_leaves_the_copy_into_the_file_to_the_checkpointer(vault_dir: Path) -> None:
-    """However much a commit logs, it returns without copying the log into the file;
-    the checkpointer does that a moment later, in its own thread."""
-
-    def checkpointers() -> set[threading.Thread]:
-        return {t for t in threading.enumerate() if t.name == "lore-checkpoint"}
-
-    before = checkpointers()
-    slow = Index(vault_dir / "index.db", checkpoint_delay_s=3600)
-    slow.checkpoint()
-    with slow.write():
-        slow.upsert_pages(_pages("p"))
-    assert _pages_in_the_file(slow.path) == 0
-    (mine,) = checkpointers() - before
-    slow.close()  # stops the checkpointer at once; the log is not lost
-    assert not mine.is_alive()
-    index = Index(vault_dir / "index.db")
-    assert index.count_pages() == 1500
-    with index.write():
-        index.upsert_pages(_pages("q", 10))
-    assert _copied_into_the_file(index.path, 1510)
-    index.close()
-
-
-def test_the_index_pass_leaves_its_pages_in_the_database_file(brain_dir: Path) -> None:
-    state = ops.open_vault(brain_dir)
-    try:
-        assert _pages_in_the_file(_db(brain_dir)) == len(state.pages) + len(state.placeholders)
-    finally:
-        state.close()
-
-
 def test_deleting_the_index_loses_nothing(brain_dir: Path) -> None:
     first = ops.open_vault(brain_dir)
     before = ops.get_graph(first).shape
@@ -230,7 +162,9 @@ def test_truncated_index_is_rebuilt(brain_dir: Path) -> None:
     state.close()
 
 
-def test_a_file_gone_during_a_pass_in_batches_is_not_indexed(vault_dir: Path) -> None:
+def test_a_file_gone_during_a_pass_in_batches_is_not_indexed(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write(vault_dir, "Hub.md", "[[Alpha]] [[Beta]] [[Gamma]]\n")
     state = ops.open_vault(vault_dir)
     try:
@@ -241,8 +175,9 @@ def test_a_file_gone_during_a_pass_in_batches_is_not_indexed(vault_dir: Path) ->
         def delete_gamma(done: int, total: int) -> None:  # after Alpha.md is read
             (vault_dir / "Gamma.md").unlink(missing_ok=True)
 
+        monkeypatch.setattr(sync, "BATCH", 1)
         with state.lock, state.index.write():
-            report = indexing.sync(state, progress=delete_gamma, batch_size=1)
+            report = sync.sync(state, progress=delete_gamma)
         assert (report.added, report.removed, report.pages) == (2, 0, 3)
         assert sorted(state.placeholders) == ["gamma"]
         assert ops.read_page(state, "Hub").links[2].exists is False
@@ -251,12 +186,15 @@ def test_a_file_gone_during_a_pass_in_batches_is_not_indexed(vault_dir: Path) ->
         state.close()
 
 
-def test_a_pass_in_batches_reports_like_one_pass(brain_dir: Path) -> None:
+def test_a_pass_in_batches_reports_like_one_pass(
+    brain_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sync, "BATCH", 4)
     batched = ops.open_vault(brain_dir, scan=False)
     try:
         with batched.lock, batched.index.write():
-            indexing.load(batched)
-            report = indexing.sync(batched, batch_size=4)
+            sync.load(batched)
+            report = sync.sync(batched)
         assert (report.pages, report.added, report.updated, report.removed) == (18, 18, 0, 0)
         assert report.placeholders == 1
         assert_matches_fresh(batched)
@@ -264,15 +202,18 @@ def test_a_pass_in_batches_reports_like_one_pass(brain_dir: Path) -> None:
         batched.close()
 
 
-def test_a_first_index_keeps_the_links_indexes(brain_dir: Path) -> None:
-    # A first index in batches drops them while it loads, so it must build them again.
+def test_a_first_index_keeps_the_links_indexes(
+    brain_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Backlinks and resolution look links up by these: a first index must leave them.
+    monkeypatch.setattr(sync, "BATCH", 4)
     schema = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'links'"
     state = ops.open_vault(brain_dir, scan=False)
     try:
         before = sorted(state.index._conn.execute(schema).fetchall())
         with state.lock, state.index.write():
-            indexing.load(state)
-            indexing.sync(state, batch_size=4)
+            sync.load(state)
+            sync.sync(state)
         assert sorted(state.index._conn.execute(schema).fetchall()) == before
         assert len(before) == 3
         plan = state.index._conn.execute(
@@ -283,7 +224,10 @@ def test_a_first_index_keeps_the_links_indexes(brain_dir: Path) -> None:
         state.close()
 
 
-def test_indexes_come_back_when_a_first_index_fails(vault_dir: Path) -> None:
+def test_indexes_come_back_when_a_first_index_fails(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sync, "BATCH", 2)
     state = ops.open_vault(vault_dir, scan=False)
     schema = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'links'"
     try:
@@ -295,13 +239,16 @@ def test_indexes_come_back_when_a_first_index_fails(vault_dir: Path) -> None:
                 raise OSError("the disk went away")
 
         with pytest.raises(OSError), state.lock, state.index.write():
-            indexing.sync(state, progress=fail, batch_size=2)
+            sync.sync(state, progress=fail)
         assert state.index._conn.execute(schema).fetchone()[0] == 3
     finally:
         state.close()
 
 
-def test_a_pass_that_fails_halfway_leaves_no_half_applied_pages(vault_dir: Path) -> None:
+def test_a_pass_that_fails_halfway_leaves_no_half_applied_pages(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sync, "BATCH", 2)
     state = ops.open_vault(vault_dir)
     try:
         for i in range(5):
@@ -312,7 +259,7 @@ def test_a_pass_that_fails_halfway_leaves_no_half_applied_pages(vault_dir: Path)
                 raise OSError("the disk went away")
 
         with pytest.raises(OSError), state.lock, state.index.write():
-            indexing.sync(state, progress=fail_on_the_fourth, batch_size=2)
+            sync.sync(state, progress=fail_on_the_fourth)
         # The index rolled back; operations must not see the batches applied before.
         assert ops.list_pages(state, include_placeholders=True).total == 0
         ops.apply_external_changes(state, [f"p{i}.md" for i in range(5)])
@@ -322,20 +269,51 @@ def test_a_pass_that_fails_halfway_leaves_no_half_applied_pages(vault_dir: Path)
         state.close()
 
 
-def test_closing_right_after_commits_never_hangs(vault_dir: Path) -> None:
-    """Whenever close() comes in the checkpointer's cycle (waiting, about to checkpoint,
-    checkpointing), it stops the thread: closing 100 indexes at varied moments after a
-    commit finishes. (A wake lost between the delay and the clear once hung a close.)"""
+def test_a_file_indexed_before_and_gone_during_a_pass_is_reported_removed(
+    vault_dir: Path,
+) -> None:
+    write(vault_dir, "Hub.md", "[[Alpha]]\n")
+    write(vault_dir, "Alpha.md", "one\n")
+    state = ops.open_vault(vault_dir)
+    try:
+        write(vault_dir, "Alpha.md", "two, longer\n")  # to be read again
+        write(vault_dir, "Aardvark.md", "new\n")  # read first
 
-    def cycles() -> None:
-        for i in range(100):
-            index = Index(vault_dir / "index.db", checkpoint_delay_s=0.01)
-            with index.write():
-                index.upsert_pages(_pages(f"p{i}-", 1))
-            time.sleep(0.01 * (i % 7) / 3)
-            index.close()
+        def delete_alpha(done: int, total: int) -> None:
+            (vault_dir / "Alpha.md").unlink(missing_ok=True)
 
-    closer = threading.Thread(target=cycles, daemon=True)
-    closer.start()
-    closer.join(timeout=120)  # a hang, not a speed limit: the cycles take about 2 s
-    assert not closer.is_alive(), "an Index.close() never returned"
+        report = ops.index_vault(state, progress=delete_alpha)
+        assert (report.added, report.updated, report.removed) == (1, 0, 1)
+        assert sorted(state.placeholders) == ["alpha"]
+        assert_matches_fresh(state)
+    finally:
+        state.close()
+
+
+def test_a_first_index_that_fails_halfway_leaves_no_half_applied_pages(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's background index pass fails (a disk error): what it applied before
+    rolls back, and operations see the index as it is, not the graph of the pass."""
+    monkeypatch.setattr(sync, "BATCH", 2)
+    for i in range(5):
+        write(vault_dir, f"p{i}.md", f"[[p{i + 1}]]\n")
+    state = ops.open_vault(vault_dir, scan=False)
+    try:
+
+        def fail_on_the_fourth(done: int, total: int) -> None:
+            if done == 4:
+                raise OSError("the disk went away")
+
+        with pytest.raises(OSError):
+            ops.index_vault(state, progress=fail_on_the_fourth)
+        assert state.ready.is_set()  # operations do not wait forever
+        listing = ops.list_pages(state, include_placeholders=True)
+        assert (listing.total, listing.pages) == (0, [])
+        with pytest.raises(PageNotFoundError):
+            ops.read_page(state, "p1")
+        report = ops.index_vault(state)  # the next pass does it all
+        assert (report.added, report.pages, report.placeholders) == (5, 5, 1)
+        assert_matches_fresh(state)
+    finally:
+        state.close()

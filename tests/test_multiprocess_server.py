@@ -1,12 +1,12 @@
 """Two real `lore-mcp` processes on one vault, the normal shape (one per client session),
 watchers on: each saves hundreds of pages while reading the other's. No write is lost,
-each sees the other's pages at once (well within a second), no error (above all no
-"database is locked") reaches a tool result, and the shared index equals a fresh one."""
+each sees the other's pages at once (a page the other server has confirmed is there on
+the first read), no error (above all no "database is locked") reaches a tool result,
+and the shared index equals a fresh one."""
 
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +15,12 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from helpers import assert_matches_fresh, text
-from lore_mcp import vault_ops
+from lore_mcp import vault
 from rawpipe import server_env
 
 pytestmark = pytest.mark.anyio
 
 PAGES = 200
-VISIBLE_WITHIN = 1.0  # seconds
 
 
 class Session:
@@ -31,7 +30,7 @@ class Session:
         self.client = client
         self.me = me
         self.saved = -1  # the last page this session's server has confirmed
-        self.lags: list[float] = []
+        self.seen = 0  # pages of the other session read
 
     async def ok(self, tool: str, **arguments: Any) -> dict[str, Any]:
         with anyio.fail_after(30):
@@ -41,17 +40,10 @@ class Session:
         return result.structured_content
 
     async def sees(self, slug: str) -> None:
-        """Read `slug`, written by the other process, polling for at most a second."""
-        started = time.monotonic()
-        while True:
-            with anyio.fail_after(30):
-                result = await self.client.call_tool("read_page", {"slug": slug})
-            if not result.is_error:
-                break
-            assert "No page named" in text(result), text(result)
-            assert time.monotonic() - started < VISIBLE_WITHIN, f"{self.me} never saw {slug}"
-            await anyio.sleep(0.02)
-        self.lags.append(time.monotonic() - started)
+        """Read `slug`, which the other process has confirmed writing: it is there."""
+        page = await self.ok("read_page", slug=slug)
+        assert page["is_placeholder"] is False, f"{self.me} read {slug} as a placeholder"
+        self.seen += 1
 
     async def run(self, other: Session) -> None:
         me, them = self.me, other.me
@@ -76,6 +68,7 @@ def params(vault: Path) -> StdioServerParameters:
     )
 
 
+@pytest.mark.slow
 async def test_two_servers_on_one_vault_lose_nothing(vault_dir: Path) -> None:
     with anyio.fail_after(120):
         async with (
@@ -93,13 +86,12 @@ async def test_two_servers_on_one_vault_lose_nothing(vault_dir: Path) -> None:
             assert shapes[0] == shapes[1]
             assert shapes[0]["pages"] == 2 * PAGES
             assert shapes[0]["placeholders"] == 2  # a-hub and b-hub
-    assert len(a.lags) > PAGES // 2 and len(b.lags) > PAGES // 2
-    print(f"cross-process visibility: worst {max(a.lags + b.lags) * 1000:.0f} ms")
-    state = vault_ops.open_vault(vault_dir)
+    assert a.seen > PAGES // 2 and b.seen > PAGES // 2
+    state = vault.open_vault(vault_dir)
     try:
         assert len(state.pages) == 2 * PAGES
         assert sorted(state.placeholders) == ["a-hub", "b-hub"]
-        page = vault_ops.read_page(state, "a/page 7")
+        page = vault.read_page(state, "a/page 7")
         assert [link.slug for link in page.links] == ["b/page-7", "a-hub"]
         assert [ref.slug for ref in page.backlinks] == ["b/page-7"]
         assert_matches_fresh(state)

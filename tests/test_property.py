@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from helpers import assert_matches_fresh
-from lore_mcp import indexing
-from lore_mcp import vault_ops as ops
+from lore_mcp import vault as ops
 from lore_mcp.errors import LoreError
+from lore_mcp.vault import sync
 
 NAMES = [
     "Alpha",
@@ -100,7 +103,7 @@ def run(root: Path, steps: list[tuple[str, str, str]]) -> None:
         state.close()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(operation, min_size=1, max_size=12))
 # Deleting the page whose slug a shadowed file shares hands the slug to that file.
 @example(
@@ -112,6 +115,14 @@ def run(root: Path, steps: list[tuple[str, str, str]]) -> None:
     ]
 )
 def test_random_operations_match_fresh_index(steps: list[tuple[str, str, str]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        run(Path(tmp), steps)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(operation, min_size=1, max_size=20))
+def test_many_random_operations_match_fresh_index(steps: list[tuple[str, str, str]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run(Path(tmp), steps)
 
@@ -134,7 +145,7 @@ def _write_files(root: Path, files: dict[str, str | None], mtime_ns: int) -> Non
         os.utime(path, ns=(mtime_ns, mtime_ns))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(before=vault_files, changes=file_changes, batch_size=st.integers(1, 3))
 # An unchanged page's link must move from a placeholder to a page of a later batch.
 @example(
@@ -147,14 +158,41 @@ def test_a_pass_in_batches_matches_a_fresh_index(
 ) -> None:
     """Pages applied a few at a time, some linking to pages of later batches, some
     replacing placeholders, some gone: the same index as one pass over every file."""
+    pass_in_batches(before, changes, batch_size)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=vault_files, changes=file_changes, batch_size=st.integers(1, 3))
+def test_many_passes_in_batches_match_a_fresh_index(
+    before: dict[str, str], changes: dict[str, str | None], batch_size: int
+) -> None:
+    pass_in_batches(before, changes, batch_size)
+
+
+def pass_in_batches(
+    before: dict[str, str], changes: dict[str, str | None], batch_size: int
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         _write_files(root, dict(before), mtime_ns=1_000_000_000)
         state = ops.open_vault(root)
         try:
             _write_files(root, changes, mtime_ns=2_000_000_000)
-            with state.lock, state.index.write():
-                indexing.sync(state, batch_size=batch_size)
+            with _batches_of(batch_size), state.lock, state.index.write():
+                sync.sync(state)
             assert_matches_fresh(state)
         finally:
             state.close()
+
+
+@contextmanager
+def _batches_of(size: int) -> Iterator[None]:
+    """Passes apply pages `size` at a time (not monkeypatch: hypothesis runs every
+    example in one test call)."""
+    default = sync.BATCH
+    sync.BATCH = size
+    try:
+        yield
+    finally:
+        sync.BATCH = default

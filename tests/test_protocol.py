@@ -125,6 +125,7 @@ def test_bad_tool_calls_are_error_results(
     reply, _ = server.wait_for(server.request("tools/call", {"name": tool, "arguments": arguments}))
     assert reply["result"]["isError"] is True
     assert message in tool_text(reply)
+    assert "pydantic" not in tool_text(reply)  # plain sentences, no validator dump or URL
     still_serving(server)
 
 

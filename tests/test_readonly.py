@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,17 +11,18 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import write
-from helpers import call, text
-from lore_mcp import vault_ops
-from lore_mcp.commands import build_parser
+from helpers import call, environment, text
+from lore_mcp import vault as engine
+from lore_mcp.cli import build_parser
+from lore_mcp.config import LORE_DIR
 from lore_mcp.errors import VaultError
 from lore_mcp.server import build_server
-from lore_mcp.state import LORE_DIR
 
 pytestmark = pytest.mark.anyio
 
 READ_TOOLS = {"read_page", "list_pages", "search", "search_titles", "get_backlinks", "get_graph"}
-PASS_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "VIRTUAL_ENV")
+# `lore` as a child process: the installed script's entry point.
+LORE = ["-c", "from lore_mcp.cli import lore_main; lore_main()"]
 
 
 def files(root: Path) -> dict[str, tuple[bytes, int]]:
@@ -44,7 +44,7 @@ async def hits(client: Client, query: str) -> list[Any]:
 
 async def test_no_write_tools_and_no_change(brain_dir: Path, mode: str) -> None:
     before = files(brain_dir)
-    state = vault_ops.open_vault(brain_dir, scan=False, read_only=True)
+    state = engine.open_vault(brain_dir, scan=False, read_only=True)
     server = build_server(state, watch=True)
     async with Client(server, mode="legacy") if mode == "legacy" else Client(server) as client:
         assert {t.name for t in (await client.list_tools()).tools} == READ_TOOLS
@@ -83,12 +83,12 @@ async def test_no_write_tools_and_no_change(brain_dir: Path, mode: str) -> None:
 
 
 def test_the_engine_refuses_writes_too(brain_dir: Path) -> None:
-    state = vault_ops.open_vault(brain_dir, read_only=True)
+    state = engine.open_vault(brain_dir, read_only=True)
     try:
         for write_op in (
-            lambda: vault_ops.save_page(state, "Index", "x"),
-            lambda: vault_ops.delete_page(state, "Index"),
-            lambda: vault_ops.rename_page(state, "Index", "Moved"),
+            lambda: engine.save_page(state, "Index", "x"),
+            lambda: engine.delete_page(state, "Index"),
+            lambda: engine.rename_page(state, "Index", "Moved"),
         ):
             with pytest.raises(VaultError, match="read-only"):
                 write_op()
@@ -104,11 +104,16 @@ def test_lore_serve_takes_the_flags() -> None:
 
 
 def params(*args: str) -> StdioServerParameters:
-    env = {name: os.environ[name] for name in PASS_THROUGH if name in os.environ}
-    return StdioServerParameters(command=sys.executable, args=list(args), env=env)
+    return StdioServerParameters(command=sys.executable, args=list(args), env=environment())
 
 
-@pytest.mark.parametrize("entry", [["-m", "lore_mcp"], ["-m", "lore_mcp.commands", "serve"]])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        pytest.param(["-m", "lore_mcp"], id="lore-mcp"),
+        pytest.param([*LORE, "serve"], id="lore", marks=pytest.mark.slow),
+    ],
+)
 async def test_stdio_read_only_with_a_budget(brain_dir: Path, entry: list[str]) -> None:
     write(brain_dir, "Long.md", "".join(f"## Part {i}\n{'text ' * 30}\n" for i in range(200)))
     before = files(brain_dir)

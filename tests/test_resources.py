@@ -12,7 +12,7 @@ from mcp import Client, MCPError
 from mcp.types import INVALID_PARAMS, TextResourceContents
 
 from conftest import write
-from lore_mcp import vault_ops
+from lore_mcp import vault as engine
 from lore_mcp.server import PAGE_TEMPLATE, build_server
 
 pytestmark = pytest.mark.anyio
@@ -23,7 +23,7 @@ async def client(
     brain_dir: Path, mode: str, request: pytest.FixtureRequest
 ) -> AsyncIterator[Client]:
     write(brain_dir, "Ünïcode Ω.md", "# Ünïcode\r\nnon-Latin: 記憶\n")
-    state = vault_ops.open_vault(brain_dir, scan=False, read_only=request.param)
+    state = engine.open_vault(brain_dir, scan=False, read_only=request.param)
     server = build_server(state)
     async with Client(server, mode="legacy") if mode == "legacy" else Client(server) as c:
         yield c

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -13,9 +13,9 @@ from mcp import Client
 
 from conftest import write
 from helpers import assert_matches_fresh, call, fails, ok, text
-from lore_mcp import vault_ops
-from lore_mcp.server import INTERNAL_ERROR, build_server, inline_refs, instructions
-from lore_mcp.state import AppState
+from lore_mcp import vault as engine
+from lore_mcp.server import INTERNAL_ERROR, build_server, instructions
+from lore_mcp.vault import Vault
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +33,7 @@ TOOL_NAMES = {
 READ_ONLY = {"read_page", "list_pages", "search", "search_titles", "get_backlinks", "get_graph"}
 
 
-def connect(state: AppState, mode: str, watch: bool = False) -> Client:
+def connect(state: Vault, mode: str, watch: bool = False) -> Client:
     server = build_server(state, watch=watch)
     return Client(server, mode="legacy") if mode == "legacy" else Client(server)
 
@@ -41,12 +41,25 @@ def connect(state: AppState, mode: str, watch: bool = False) -> Client:
 @pytest.fixture
 async def client(brain_dir: Path, mode: str) -> AsyncIterator[Client]:
     """A client on a server over a cold copy of brain/ (indexed in the background)."""
-    async with connect(vault_ops.open_vault(brain_dir, scan=False), mode) as c:
+    async with connect(engine.open_vault(brain_dir, scan=False), mode) as c:
         assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
         yield c
 
 
 # -- listing and instructions ------------------------------------------------------------
+
+
+def references(schema: Any) -> Iterator[str]:
+    """Every `$ref` in a JSON schema."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value
+            else:
+                yield from references(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from references(item)
 
 
 async def test_tools_have_schemas_and_annotations(client: Client) -> None:
@@ -55,7 +68,9 @@ async def test_tools_have_schemas_and_annotations(client: Client) -> None:
     for name, tool in tools.items():
         assert tool.description and len(tool.description) > 40
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
-        assert "$ref" not in json.dumps(tool.output_schema), f"{name}: schema with references"
+        for ref in references(tool.output_schema):  # the SDK's schemas, `$defs` and all
+            assert ref.startswith("#/$defs/"), f"{name}: {ref}"
+            assert ref.removeprefix("#/$defs/") in tool.output_schema["$defs"], f"{name}: {ref}"
         for prop in tool.input_schema["properties"].values():
             assert prop.get("description"), f"{name}: undescribed parameter"
         hints = tool.annotations
@@ -72,25 +87,6 @@ async def test_tools_have_schemas_and_annotations(client: Client) -> None:
         "delete_page": (True, True),
         "rename_page": (False, False),
     }
-
-
-def test_inline_refs_writes_definitions_out_and_leaves_recursion_alone() -> None:
-    item = {"type": "object", "properties": {"slug": {"type": "string"}}}
-    schema = {
-        "type": "object",
-        "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/Item"}}},
-        "$defs": {"Item": item},
-    }
-    assert inline_refs(schema) == {
-        "type": "object",
-        "properties": {"items": {"type": "array", "items": item}},
-    }
-    tree = {
-        "type": "object",
-        "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}},
-    }
-    recursive = {**tree, "$defs": {"Tree": tree}}
-    assert inline_refs(recursive) == recursive
 
 
 async def test_input_bounds(client: Client) -> None:
@@ -114,11 +110,11 @@ async def test_instructions_name_the_vault(client: Client) -> None:
 
 
 def test_instructions_count_pages(brain_dir: Path) -> None:
-    vault_ops.open_vault(brain_dir).close()
-    stale = vault_ops.open_vault(brain_dir, scan=False)
+    engine.open_vault(brain_dir).close()
+    stale = engine.open_vault(brain_dir, scan=False)
     try:
         assert "18 pages at its last index" in instructions(stale)
-        vault_ops.index_vault(stale)
+        engine.index_vault(stale)
         assert "(18 pages)" in instructions(stale)
     finally:
         stale.close()
@@ -302,7 +298,7 @@ async def test_rename_rewrites_links(client: Client, brain_dir: Path) -> None:
 
 
 async def test_placeholder_lifecycle(brain_dir: Path, mode: str) -> None:
-    state = vault_ops.open_vault(brain_dir, scan=False)
+    state = engine.open_vault(brain_dir, scan=False)
     async with connect(state, mode) as client:
         saved = await ok(
             client, "save_page", slug="notes/Plan", content="Next: [[Trailing Slash]], [[Someday]]."
@@ -344,13 +340,40 @@ async def test_still_serving_after_errors(client: Client) -> None:
     assert (await ok(client, "read_page", slug="index"))["slug"] == "index"
 
 
+async def test_bad_arguments_read_as_plain_sentences(client: Client) -> None:
+    message = await fails(client, "list_pages", limit="lots", offset=-1)
+    assert message.startswith("list_pages was called with arguments it cannot take (")
+    assert "limit: Input should be a valid integer" in message
+    assert "offset: Input should be greater than or equal to 0" in message
+    assert "input schema" in message
+    assert "pydantic" not in message.lower() and "http" not in message
+    missing = await fails(client, "read_page")
+    assert "slug: Field required" in missing and "pydantic" not in missing.lower()
+
+
+async def test_tool_calls_run_off_the_event_loop(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop_thread = threading.current_thread()
+    seen: list[threading.Thread] = []
+    real = engine.read_page
+
+    def spy(vault: Vault, slug: str, offset: int = 0) -> Any:
+        seen.append(threading.current_thread())
+        return real(vault, slug, offset)
+
+    monkeypatch.setattr(engine, "read_page", spy)
+    await ok(client, "read_page", slug="index")
+    assert len(seen) == 1 and seen[0] is not loop_thread
+
+
 async def test_crash_is_a_generic_error(
     client: Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     def explode(*args: object) -> None:
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(vault_ops, "search", explode)
+    monkeypatch.setattr(engine, "search", explode)
     message = await fails(client, "search", query="slugs")
     assert INTERNAL_ERROR in message and "secret" not in message
     assert "secret internals" in caplog.text  # the traceback went to the log
@@ -359,40 +382,21 @@ async def test_crash_is_a_generic_error(
 
 
 async def test_lifespan_closes_the_state(brain_dir: Path, mode: str) -> None:
-    state = vault_ops.open_vault(brain_dir, scan=False)
+    state = engine.open_vault(brain_dir, scan=False)
     async with connect(state, mode) as client:
         await ok(client, "read_page", slug="index")
         assert state.ready.is_set()
     with pytest.raises(Exception, match="closed"):
-        state.index.count_links()
-
-
-async def test_after_index_runs_once_the_vault_is_indexed(brain_dir: Path) -> None:
-    """The command line freezes what the first pass built from this hook (`cli._settled`):
-    it must come after the pass, once, off the event loop."""
-    state = vault_ops.open_vault(brain_dir, scan=False)
-    seen: list[tuple[bool, str]] = []
-    called = threading.Event()
-
-    def after_index() -> None:
-        seen.append((state.ready.is_set(), threading.current_thread().name))
-        called.set()
-
-    async with Client(build_server(state, after_index=after_index)) as client:
-        await ok(client, "read_page", slug="index")
-        with anyio.fail_after(10):
-            while not called.is_set():
-                await anyio.sleep(0.01)
-    assert seen == [(True, "lore-index")]
+        state.index.links.count()
 
 
 async def test_watcher_applies_outside_edits(brain_dir: Path, mode: str) -> None:
-    state = vault_ops.open_vault(brain_dir, scan=False)
+    state = engine.open_vault(brain_dir, scan=False)
     async with connect(state, mode, watch=True) as client:
         await ok(client, "read_page", slug="index")
         write(brain_dir, "outside/Edited Elsewhere.md", "Written by [[Index|an editor]].")
         with anyio.fail_after(10):
             while not (await ok(client, "search_titles", query="edited elsewhere"))["matches"]:
                 await anyio.sleep(0.1)
-        assert state.observer is not None
-    assert state.observer is None
+        assert state.watcher is not None
+    assert state.watcher is None

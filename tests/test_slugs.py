@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from lore_mcp.errors import InvalidNameError, UnsafePathError
 from lore_mcp.slugs import (
+    CLOSE_CUTOFF,
     Key,
-    SlugIndex,
-    closest,
+    SlugSet,
     file_path_for,
     name_key,
     slug_from_path,
@@ -19,7 +19,6 @@ from lore_mcp.slugs import (
     target_key,
     title_from_path,
 )
-from lore_mcp.slugs import _comparable_lengths as comparable_lengths
 
 
 @pytest.mark.parametrize(
@@ -63,21 +62,23 @@ def test_suffixes() -> None:
 
 
 def test_resolution_rules() -> None:
-    index = SlugIndex(["foo", "a/bar", "b/bar", "a/b/bar", "x/long/only"])
-    assert index.resolve(Key("foo", False)).slug == "foo"
-    assert index.resolve(Key("only", False)).slug == "x/long/only"
-    own = index.resolve(Key("bar", False), source_slug="b/page")
-    assert own.slug == "b/bar" and own.ambiguous
-    assert own.candidates == ("a/b/bar", "a/bar", "b/bar")
-    shortest = index.resolve(Key("bar", False), source_slug="elsewhere")
-    assert shortest.slug == "a/bar"
-    assert index.resolve(Key("b/bar", False)).slug == "b/bar"
-    assert index.resolve(Key("bar", True)).slug is None
-    assert index.resolve(Key("nothing", False)).slug is None
+    pages = SlugSet(["foo", "a/bar", "b/bar", "a/b/bar", "x/long/only"])
+    assert pages.link_target(Key("foo", False), "elsewhere") == ("foo", False)
+    assert pages.link_target(Key("only", False), "elsewhere") == ("x/long/only", False)
+    assert pages.link_target(Key("bar", False), "b/page") == ("b/bar", True)
+    assert pages.matches(Key("bar", False)) == ["a/b/bar", "a/bar", "b/bar"]
+    assert pages.link_target(Key("bar", False), "elsewhere") == ("a/bar", True)
+    assert pages.matches(Key("b/bar", False)) == ["b/bar"]
+    assert pages.link_target(Key("b/bar", False), "elsewhere") == ("b/bar", False)
+    # No match: the link leads to its own path (a placeholder there).
+    assert pages.matches(Key("bar", True)) == []
+    assert pages.link_target(Key("bar", True), "elsewhere") == ("bar", False)
+    assert pages.matches(Key("nothing", False)) == []
+    assert pages.link_target(Key("a/nothing", False), "elsewhere") == ("a/nothing", False)
 
 
 def test_close_names_follow_changes_before_and_after_the_first_lookup() -> None:
-    index = SlugIndex(["a/gardening", "b/gardening", "cooking"])
+    index = SlugSet(["a/gardening", "b/gardening", "cooking"])
     assert _names(index.close_names("gardenin", 3)) == ["gardening"]
     index.add("c/gardener")
     index.remove("a/gardening")
@@ -103,33 +104,20 @@ _SPELLINGS = ["garden", "gardens", "gardener", "gardening", "harden", "warden", 
 def test_close_names_kept_in_step_match_a_fresh_index(
     changes: list[tuple[bool, str, str]], word: str
 ) -> None:
-    """Names added and removed after the trigram index was built give the same close
-    names as an index built afresh from what is left (fewer names than the pool, so
-    no tie decides who is rated)."""
-    index = SlugIndex()
-    index.close_names(word, 5)  # the trigram index now exists and is kept in step
+    """Names added and removed after the first lookup give the same close names as a
+    set built afresh from what is left, whatever the order they came in."""
+    index = SlugSet()
+    index.close_names(word, 5)
     for adding, folder, name in changes:
         (index.add if adding else index.remove)(folder + name)
-    fresh = SlugIndex(index)
-    assert index.close_names(word, 50) == fresh.close_names(word, 50)
+    fresh = SlugSet(sorted(index, reverse=True))
+    for count in (1, 2, 50):
+        assert index.close_names(word, count) == fresh.close_names(word, count)
 
 
 def test_close_names_are_not_crowded_out_by_names_too_long_to_match() -> None:
-    # Seventy long names share six of the typo's seven trigrams, the right one three; a
-    # name three times the typo's length can never be rated 0.6 alike, so only the
-    # right one is weighed.
-    index = SlugIndex([f"gardne-and-a-long-tail-{i}" for i in range(70)] + ["notes/garden"])
+    index = SlugSet([f"gardne-and-a-long-tail-{i}" for i in range(70)] + ["notes/garden"])
     assert _names(index.close_names("gardne", 3)) == ["garden"]
-
-
-@pytest.mark.parametrize("cutoff", [0.3, 0.6, 0.75, 0.9, 1.0])
-def test_comparable_lengths_are_exactly_the_lengths_that_can_reach_the_cutoff(
-    cutoff: float,
-) -> None:
-    for size in range(81):
-        reachable = [n for n in range(1, 8 * size + 2) if 2 * min(size, n) >= cutoff * (size + n)]
-        shortest, longest = comparable_lengths(size, cutoff)
-        assert list(range(shortest, longest + 1)) == reachable, size
 
 
 def _names(rated: list[tuple[float, str]]) -> list[str]:
@@ -151,24 +139,27 @@ def _common_subsequence(a: str, b: str) -> int:
 @settings(max_examples=300, deadline=None)
 @given(
     st.text(alphabet="abcdeé-", max_size=80),
-    st.lists(st.text(alphabet="abcdeé-", max_size=80), max_size=12),
+    st.lists(st.text(alphabet="abcdeé-", min_size=1, max_size=80), max_size=12),
     st.integers(min_value=1, max_value=5),
-    st.sampled_from([0.0, 0.6, 0.9]),
 )
-def test_closest_rates_by_the_longest_common_subsequence(
-    word: str, names: list[str], count: int, cutoff: float
+def test_close_names_rate_by_the_longest_common_subsequence(
+    word: str, names: list[str], count: int
 ) -> None:
-    similar = [(2 * _common_subsequence(word, n) / (len(word) + len(n)), n) for n in names if n]
-    expected = sorted((pair for pair in similar if pair[0] >= cutoff), reverse=True)[:count]
-    assert closest(word, names, count, cutoff) == expected
+    """Rated 0-100 by twice the longest common subsequence over both lengths; at least
+    CLOSE_CUTOFF alike; the closest first, ties by name, the same way every time."""
+    similar = {(200 * _common_subsequence(word, n) / (len(word) + len(n)), n) for n in names}
+    expected = sorted((p for p in similar if p[0] >= CLOSE_CUTOFF - 1e-9), reverse=True)[:count]
+    found = SlugSet(names).close_names(word, count)
+    assert [name for _, name in found] == [name for _, name in expected]
+    assert [score for score, _ in found] == pytest.approx([score for score, _ in expected])
 
 
-def test_closest_forgives_a_typo_or_two() -> None:
-    names = ["gardening", "gardener", "garden-party", "cooking", "kitchen"]
-    assert _names(closest("gardnening", names, 2)) == ["gardening", "gardener"]
-    assert _names(closest("kitchne", names, 5)) == ["kitchen"]
-    assert closest("kitchen", names, 1) == [(1.0, "kitchen")]
-    assert closest("zzz", names, 5) == []
+def test_close_names_forgive_a_typo_or_two() -> None:
+    names = SlugSet(["gardening", "gardener", "garden-party", "cooking", "a/kitchen"])
+    assert _names(names.close_names("gardnening", 2)) == ["gardening", "gardener"]
+    assert _names(names.close_names("kitchne", 5)) == ["kitchen"]
+    assert names.close_names("kitchen", 1) == [(100.0, "kitchen")]
+    assert names.close_names("zzz", 5) == []
 
 
 def test_names_accept_titles_paths_and_slugs() -> None:

@@ -12,7 +12,7 @@ from mcp import Client, StdioServerParameters
 
 from conftest import write
 from helpers import call, environment, ok, run_cli, text
-from lore_mcp import pagereader
+from lore_mcp import vault as engine
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +43,7 @@ async def exercise(client: Client) -> None:
     assert again.is_error is False and "記憶 zebra" in text(again)
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+@pytest.mark.parametrize("mode", ["legacy", pytest.param("2026-07-28", marks=pytest.mark.slow)])
 async def test_stdio_server(brain_dir: Path, mode: str) -> None:
     params = server_params(["--vault", str(brain_dir), "--no-watch"])
     with anyio.fail_after(60):
@@ -55,6 +55,7 @@ async def test_stdio_server(brain_dir: Path, mode: str) -> None:
     assert (brain_dir / "notes" / "Stdio Test.md").read_text(encoding="utf-8").endswith("zebra.")
 
 
+@pytest.mark.slow
 async def test_vault_from_environment(brain_dir: Path) -> None:
     params = server_params(["--no-watch", "--log-level", "warning"], LORE_VAULT=str(brain_dir))
     with anyio.fail_after(60):
@@ -80,9 +81,10 @@ def test_bad_log_level(brain_dir: Path) -> None:
     assert done.returncode == 2 and "--log-level" in done.stderr
 
 
+@pytest.mark.slow
 async def test_a_large_first_index_misses_no_edit_made_while_it_runs(vault_dir: Path) -> None:
-    # Enough pages for a worker process to read them while the server loads the SDK.
-    count = pagereader.MIN_FILES + 100
+    # Enough pages that the first index pass is still running when the edit is made.
+    count = 1600
     for i in range(count):
         write(vault_dir, f"Page {i}.md", f"# Page {i}\n\nSee [[Page {(i + 1) % count}]].\n")
     params = server_params(["--vault", str(vault_dir)])  # watching
@@ -104,21 +106,25 @@ async def test_a_large_first_index_misses_no_edit_made_while_it_runs(vault_dir: 
             assert shape["pages"] == count + 1
 
 
-def test_start_up_turns_the_cycle_collector_back_on() -> None:
-    """`serve` starts with the collector off; it must be on again once the server is
-    built, or a long-running server would never free its garbage cycles."""
-    from lore_mcp.cli import _starting
+def test_indexing_turns_the_cycle_collector_back_on(vault_dir: Path) -> None:
+    """A pass over the vault runs with the collector off; it must be on again after the
+    pass, even one that failed, or a long-running server would never free its garbage
+    cycles. A host that keeps it off keeps it off."""
+    write(vault_dir, "Page.md", "[[Other]]\n")
+
+    def fail(done: int, total: int) -> None:
+        assert not gc.isenabled()
+        raise RuntimeError("the pass broke off")
 
     assert gc.isenabled()
+    opened = engine.open_vault(vault_dir, scan=False)
     try:
-        with pytest.raises(RuntimeError), _starting():
-            assert not gc.isenabled()
-            raise RuntimeError("the vault could not be opened")
+        with pytest.raises(RuntimeError, match="broke off"):
+            engine.index_vault(opened, progress=fail)
         assert gc.isenabled()
-        gc.disable()  # a host that keeps it off keeps it off
-        with _starting():
-            pass
+        gc.disable()
+        engine.index_vault(opened)
         assert not gc.isenabled()
     finally:
         gc.enable()
-        gc.unfreeze()
+        opened.close()

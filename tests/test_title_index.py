@@ -1,94 +1,175 @@
-"""The title index behind search_titles and list_pages, against a look at every entry."""
+"""The names behind search_titles (each page's slug, last segment and title, in SQL),
+against a look at every entry; and search_titles itself on real vaults."""
 
 from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lore_mcp.title_index import EXACT, PREFIX, SUBSTRING, TitleIndex
+from conftest import write
+from lore_mcp import vault as ops
+from lore_mcp.index import Index, PageRow
+from lore_mcp.vault import Vault
 
-_TEXT = st.text(alphabet="ab/-é 記\0", max_size=6)
-_NAME = st.text(alphabet="ab/-é 記\0", min_size=1, max_size=4)
-
-
-def _by_scan(entries: dict[str, str], wanted: str, text: str, limit: int) -> list[tuple[str, int]]:
-    """What `TitleIndex.ranked` must return, from a look at every entry."""
-    found = []
-    for slug, title in entries.items():
-        last = slug.rpartition("/")[2]
-        if wanted in (slug, last) or text == title:
-            found.append((EXACT, slug))
-        elif last.startswith(wanted) or title.startswith(text) or slug.startswith(wanted):
-            found.append((PREFIX, slug))
-        elif wanted in slug or text in title:
-            found.append((SUBSTRING, slug))
-    return [(slug, kind) for kind, slug in sorted(found)[:limit]]
+_SLUG = st.text(alphabet="ab/-é記", min_size=1, max_size=6)
+# A placeholder's title is its link's target as written, NUL included.
+_TITLE = st.text(alphabet="aAb -é記\0", min_size=1, max_size=6)
+_PART = st.text(alphabet="ab/-é 記\0", min_size=1, max_size=4)
 
 
-@settings(max_examples=800, deadline=None)
+def _keys(slug: str, title: str) -> set[str]:
+    return {slug, slug.rpartition("/")[2], title.lower()}
+
+
+def _scan(entries: dict[str, str], matches: str, part: str, limit: int) -> list[str]:
+    """What the names table must answer, from a look at every entry."""
+    test = {
+        "named": lambda key: key == part,
+        "starting": lambda key: key.startswith(part),
+        "containing": lambda key: part in key,
+    }[matches]
+    found = [slug for slug, title in entries.items() if any(map(test, _keys(slug, title)))]
+    return sorted(found)[:limit]
+
+
+def _ask(index: Index, matches: str, part: str, limit: int) -> list[str]:
+    table = index.pages
+    ask = {
+        "named": table.named,
+        "starting": table.named_starting,
+        "containing": table.named_containing,
+    }[matches]
+    return ask(part, limit)
+
+
+@contextmanager
+def _index(entries: dict[str, str]) -> Iterator[Index]:
+    with tempfile.TemporaryDirectory() as folder:
+        index = Index(Path(folder) / "lore.db")
+        try:
+            with index.write():
+                index.put_pages([(PageRow(s, t, f"{s}.md"), "") for s, t in entries.items()])
+            yield index
+        finally:
+            index.close()
+
+
+@settings(max_examples=100, deadline=None)
 @given(
-    st.dictionaries(_TEXT, _TEXT, max_size=14), _NAME, _NAME, st.integers(min_value=1, max_value=6)
+    st.dictionaries(_SLUG, _TITLE, max_size=14),
+    st.sampled_from(["named", "starting", "containing"]),
+    _PART,
+    st.integers(min_value=1, max_value=6),
 )
-def test_ranked_finds_what_a_scan_finds(
-    entries: dict[str, str], wanted: str, text: str, limit: int
+def test_names_find_what_a_scan_finds(
+    entries: dict[str, str], matches: str, part: str, limit: int
 ) -> None:
-    index = TitleIndex(entries.items())
-    assert index.ranked(wanted, text, limit) == _by_scan(entries, wanted, text, limit)
+    with _index(entries) as index:
+        assert _ask(index, matches, part, limit) == _scan(entries, matches, part, limit)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
-    st.dictionaries(_TEXT, _TEXT, max_size=10),
-    st.lists(st.tuples(st.booleans(), _TEXT, _TEXT), max_size=12),
-    _NAME,
-    _NAME,
+    st.dictionaries(_SLUG, _TITLE, max_size=10),
+    st.lists(st.tuples(st.booleans(), _SLUG, _TITLE), max_size=12),
+    _PART,
 )
-def test_ranked_follows_additions_and_removals(
-    entries: dict[str, str],
-    changes: list[tuple[bool, str, str]],
-    wanted: str,
-    text: str,
+def test_names_follow_additions_changes_and_removals(
+    entries: dict[str, str], changes: list[tuple[bool, str, str]], part: str
 ) -> None:
-    index = TitleIndex(entries.items())
-    index.ranked(wanted, text, 100)  # the substring lookup is made, and must follow changes
-    for add, slug, title in changes:
-        if add:
-            index.add(slug, title)
-            entries[slug] = title
-        else:
-            index.remove(slug)
-            entries.pop(slug, None)
-    assert len(index) == len(entries)
-    for limit in (1, 3, 20):
-        assert index.ranked(wanted, text, limit) == _by_scan(entries, wanted, text, limit)
+    with _index(entries) as index:
+        for add, slug, title in changes:
+            with index.write():
+                if add:
+                    index.put_pages([(PageRow(slug, title, f"{slug}.md"), "")])
+                    entries[slug] = title
+                else:
+                    index.delete_pages([slug])
+                    entries.pop(slug, None)
+        for matches in ("named", "starting", "containing"):
+            for limit in (1, 3, 20):
+                assert _ask(index, matches, part, limit) == _scan(entries, matches, part, limit)
 
 
-def test_ranked_orders_exact_then_prefix_then_substring_each_by_slug() -> None:
-    entries = {
-        "z/alpha": "alpha",  # exact by last segment
-        "alphabet": "letters",  # prefix of the slug
-        "b/alphanumeric": "x",  # prefix of the last segment
-        "a/notes": "alpha notes",  # prefix of the title
-        "c/my-alpha": "mine",  # substring
-        "beta": "the alpha",  # substring of the title
-        "gamma": "g",  # no match
-    }
-    index = TitleIndex(entries.items())
-    assert index.ranked("alpha", "alpha", 10) == [
-        ("z/alpha", EXACT),
-        ("a/notes", PREFIX),
-        ("alphabet", PREFIX),
-        ("b/alphanumeric", PREFIX),
-        ("beta", SUBSTRING),
-        ("c/my-alpha", SUBSTRING),
-    ]
-    assert index.ranked("alpha", "alpha", 2) == [("z/alpha", EXACT), ("a/notes", PREFIX)]
-    assert TitleIndex(()).ranked("a", "a", 5) == []
-
-
-def test_ranked_takes_the_first_of_many_prefix_matches() -> None:
+def test_many_matches_give_the_first_by_slug() -> None:
     entries = {f"f{i % 7}/item-{i:04d}": f"item {i}" for i in range(3000)}
-    index = TitleIndex(entries.items())
-    assert index.ranked("item", "item", 20) == _by_scan(entries, "item", "item", 20)
-    assert index.ranked("item-0", "item 0", 20) == _by_scan(entries, "item-0", "item 0", 20)
-    assert index.ranked("tem-29", "tem 29", 20) == _by_scan(entries, "tem-29", "tem 29", 20)
+    with _index(entries) as index:
+        for part in ("item", "item-0", "item 2"):
+            assert _ask(index, "starting", part, 20) == _scan(entries, "starting", part, 20)
+        for part in ("tem-29", "m 29", "f3/", "item\0"):
+            assert _ask(index, "containing", part, 20) == _scan(entries, "containing", part, 20)
+
+
+# -- search_titles ---------------------------------------------------------------------
+
+
+def _titles(vault: Vault, query: str, limit: int = 20) -> list[tuple[str, str]]:
+    return [(m.slug, m.match) for m in ops.search_titles(vault, query, limit).matches]
+
+
+def test_search_titles_orders_exact_then_prefix_then_substring_each_by_slug(
+    vault_dir: Path,
+) -> None:
+    for rel in (
+        "z/Alpha.md",  # exact by its last segment
+        "Alphabet.md",  # prefix of the slug
+        "b/Alphanumeric.md",  # prefix of the last segment
+        "c/My Alpha.md",  # substring
+        "The Alpha Notes.md",  # substring of the title
+        "Gamma.md",  # no match
+    ):
+        write(vault_dir, rel, "[[Alpha Centauri]]\n")  # a placeholder: prefix of its title
+    state = ops.open_vault(vault_dir)
+    try:
+        assert _titles(state, "Alpha") == [
+            ("z/alpha", "exact"),
+            ("alpha-centauri", "prefix"),
+            ("alphabet", "prefix"),
+            ("b/alphanumeric", "prefix"),
+            ("c/my-alpha", "substring"),
+            ("the-alpha-notes", "substring"),
+        ]
+        assert _titles(state, "alpha", 2) == [("z/alpha", "exact"), ("alpha-centauri", "prefix")]
+        assert _titles(state, "The Alpha Notes") == [("the-alpha-notes", "exact")]
+        assert _titles(state, "GAMMA") == [("gamma", "exact")]
+        assert ops.search_titles(state, "alpha centauri").matches[0].is_placeholder
+        # Close spellings only when nothing else matched (was: to fill up to the limit).
+        assert _titles(state, "gamna") == [("gamma", "fuzzy")]
+        assert _titles(state, "zzzz") == []
+        assert _titles(state, "alpha\0")[0] == ("z/alpha", "exact")  # NUL reaches no FTS query
+    finally:
+        state.close()
+
+
+def _queries(vault: Vault) -> dict[str, list[tuple[str, str]]]:
+    return {q: _titles(vault, q) for q in ("alpha", "beta", "al", "ph", "notes", "alpah", "gam")}
+
+
+def test_search_titles_follows_saves_renames_and_deletes(vault_dir: Path) -> None:
+    state = ops.open_vault(vault_dir)
+    try:
+        ops.save_page(state, "a/Alpha", "[[Alphabet]]")
+        ops.save_page(state, "Beta", "x")
+        assert _titles(state, "alpha") == [("a/alpha", "exact"), ("alphabet", "prefix")]
+        ops.save_page(state, "Alphabet", "now a page")  # the placeholder promoted
+        ops.rename_page(state, "Beta", "notes/Alpha Beta")  # a new title
+        ops.delete_page(state, "a/Alpha")
+        assert _titles(state, "alpha") == [
+            ("alphabet", "prefix"),
+            ("notes/alpha-beta", "prefix"),
+        ]
+        assert _titles(state, "beta") == [("notes/alpha-beta", "substring")]
+        ops.save_page(state, "Gamma", "[[Alpha]] [[notes/Alpha Beta]]")  # a placeholder again
+        live = _queries(state)
+    finally:
+        state.close()
+    fresh = ops.open_vault(vault_dir)
+    try:
+        assert _queries(fresh) == live
+    finally:
+        fresh.close()

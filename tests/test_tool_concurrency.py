@@ -15,9 +15,9 @@ from mcp import Client
 
 from conftest import write
 from helpers import assert_matches_fresh, fresh_snapshot, ok, snapshot
-from lore_mcp import vault_ops
+from lore_mcp import vault as engine
 from lore_mcp.server import build_server
-from lore_mcp.state import AppState
+from lore_mcp.vault import Vault
 
 pytestmark = pytest.mark.anyio
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.anyio
 async def test_overlapping_saves_to_one_page(vault_dir: Path) -> None:
     versions = [f"Version {i}: token{i}x and [[Link {i}]].\n" for i in range(12)]
     results: list[dict[str, Any]] = []
-    state = vault_ops.open_vault(vault_dir, scan=False)
+    state = engine.open_vault(vault_dir, scan=False)
     async with Client(build_server(state), mode="legacy") as client:
 
         async def save(content: str) -> None:
@@ -49,17 +49,17 @@ async def test_overlapping_saves_to_one_page(vault_dir: Path) -> None:
 
 def test_two_states_racing_on_one_page(vault_dir: Path) -> None:
     """Two states stand for two processes: their saves to one page interleave."""
-    a, b = vault_ops.open_vault(vault_dir), vault_ops.open_vault(vault_dir)
+    a, b = engine.open_vault(vault_dir), engine.open_vault(vault_dir)
     sent: set[str] = set()
     errors: list[BaseException] = []
 
-    def racer(state: AppState, who: str) -> None:
+    def racer(state: Vault, who: str) -> None:
         try:
             for i in range(40):
                 content = f"{who} {i} links [[{who} {i}]]\n"
                 sent.add(content)
-                vault_ops.save_page(state, "Contested", content)
-                seen = vault_ops.read_page(state, "Contested").content
+                engine.save_page(state, "Contested", content)
+                seen = engine.read_page(state, "Contested").content
                 assert seen in sent, "a read saw content no save sent"
         except BaseException as exc:
             errors.append(exc)
@@ -73,7 +73,7 @@ def test_two_states_racing_on_one_page(vault_dir: Path) -> None:
         assert errors == []
         on_disk = (vault_dir / "Contested.md").read_text(encoding="utf-8")
         for state in (a, b):
-            page = vault_ops.read_page(state, "Contested")
+            page = engine.read_page(state, "Contested")
             assert page.content == on_disk
             assert [link.target for link in page.links] == [on_disk.split("[[")[1][:-3]]
         assert snapshot(a) == snapshot(b)
@@ -98,7 +98,7 @@ def _outside_editor(root: Path, rounds: int, done: threading.Event) -> None:
 
 async def test_watcher_and_tools_at_once(vault_dir: Path) -> None:
     rounds = 60
-    state = vault_ops.open_vault(vault_dir, scan=False)
+    state = engine.open_vault(vault_dir, scan=False)
     async with Client(build_server(state, watch=True), mode="legacy") as client:
         await ok(client, "list_pages")
         done = threading.Event()
@@ -124,11 +124,11 @@ async def test_watcher_and_tools_at_once(vault_dir: Path) -> None:
 
 
 async def test_a_read_that_must_wait_leaves_the_server_answering(vault_dir: Path) -> None:
-    """Reads usually run on the event loop; one that finds the vault busy (here a thread
-    holding the lock, as the watcher does while it applies an edit) waits off the loop,
-    so the server keeps answering, and it reads the page once the vault is free."""
+    """A read that finds the vault busy (here a thread holding the lock, as the watcher
+    does while it applies an edit) waits in its worker thread, so the server keeps
+    answering, and it reads the page once the vault is free."""
     write(vault_dir, "Page.md", "Before.\n")
-    state = vault_ops.open_vault(vault_dir, scan=False)
+    state = engine.open_vault(vault_dir, scan=False)
     async with Client(build_server(state), mode="legacy") as client:
         assert (await ok(client, "read_page", slug="page"))["content"] == "Before.\n"
         busy, release = threading.Event(), threading.Event()
@@ -137,7 +137,7 @@ async def test_a_read_that_must_wait_leaves_the_server_answering(vault_dir: Path
             with state.lock:
                 busy.set()
                 release.wait(10)
-                vault_ops.save_page(state, "Page", "After.\n")
+                engine.save_page(state, "Page", "After.\n")
 
         editor = threading.Thread(target=edit_while_holding_the_lock)
         editor.start()

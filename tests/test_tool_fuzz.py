@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
@@ -16,7 +17,7 @@ from mcp.types import TextContent
 
 from conftest import write
 from helpers import assert_matches_fresh, snapshot
-from lore_mcp import vault_ops
+from lore_mcp import vault as engine
 from lore_mcp.server import INTERNAL_ERROR, build_server
 
 SEED_PAGES = {
@@ -117,7 +118,7 @@ def files(root: Path) -> dict[str, bytes]:
 
 
 async def drive(root: Path, modern: bool, steps: list[tuple[str, dict[str, Any]]]) -> None:
-    state = vault_ops.open_vault(root, scan=False)
+    state = engine.open_vault(root, scan=False)
     server = build_server(state)
     async with Client(server) if modern else Client(server, mode="legacy") as client:
         for tool, arguments in steps:
@@ -137,18 +138,34 @@ async def drive(root: Path, modern: bool, steps: list[tuple[str, dict[str, Any]]
         assert listing.is_error is False
 
 
-@settings(
-    max_examples=40,
-    print_blob=True,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(modern=st.booleans(), steps=st.lists(tool_call(), min_size=1, max_size=12))
-def test_random_tool_calls_never_crash(
-    modern: bool, steps: list[tuple[str, dict[str, Any]]]
-) -> None:
+def run(modern: bool, steps: list[tuple[str, dict[str, Any]]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for rel, text in SEED_PAGES.items():
             write(root, rel, text)
         anyio.run(drive, root, modern, steps)
+
+
+FUZZ = settings(
+    print_blob=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+CALLS = {"modern": st.booleans(), "steps": st.lists(tool_call(), min_size=1, max_size=12)}
+
+
+@settings(FUZZ, max_examples=10)
+@given(**CALLS)
+def test_random_tool_calls_never_crash(
+    modern: bool, steps: list[tuple[str, dict[str, Any]]]
+) -> None:
+    run(modern, steps)
+
+
+@pytest.mark.slow
+@settings(FUZZ, max_examples=80)
+@given(**CALLS)
+def test_many_random_tool_calls_never_crash(
+    modern: bool, steps: list[tuple[str, dict[str, Any]]]
+) -> None:
+    run(modern, steps)

@@ -10,8 +10,7 @@ import pytest
 
 from conftest import write
 from helpers import assert_matches_fresh, fresh_snapshot, snapshot
-from lore_mcp import pagereader
-from lore_mcp import vault_ops as ops
+from lore_mcp import vault as ops
 from lore_mcp.errors import (
     AmbiguousNameError,
     ContentTooLargeError,
@@ -23,12 +22,12 @@ from lore_mcp.errors import (
     UnsafePathError,
     VaultError,
 )
-from lore_mcp.state import AppState
+from lore_mcp.vault import Vault, sync
 
 # -- opening and indexing ------------------------------------------------------------
 
 
-def test_brain_indexes_with_one_placeholder(brain: AppState) -> None:
+def test_brain_indexes_with_one_placeholder(brain: Vault) -> None:
     shape = ops.get_graph(brain).shape
     assert shape is not None
     assert shape.pages == 18
@@ -37,7 +36,7 @@ def test_brain_indexes_with_one_placeholder(brain: AppState) -> None:
     assert_matches_fresh(brain)
 
 
-def test_code_is_not_linked(brain: AppState) -> None:
+def test_code_is_not_linked(brain: Vault) -> None:
     page = ops.read_page(brain, "Link Syntax")
     targets = {link.target for link in page.links}
     assert "not-a-link" not in targets
@@ -45,7 +44,7 @@ def test_code_is_not_linked(brain: AppState) -> None:
     assert "not-a-link" not in brain.placeholders
 
 
-def test_bare_name_resolves_into_folder(brain: AppState) -> None:
+def test_bare_name_resolves_into_folder(brain: Vault) -> None:
     page = ops.read_page(brain, "Index")
     slugs = {link.target: link.slug for link in page.links}
     assert slugs["Slugs"] == "concepts/slugs"
@@ -77,25 +76,32 @@ def test_reopen_is_incremental_and_never_writes_pages(brain_dir: Path) -> None:
     assert all(after[p] == before[p] for p in after if p.name not in ("Slugs.md",))
 
 
-def test_a_first_index_read_by_a_worker_matches_one_read_here(
+def test_a_first_index_in_batches_matches_one_in_a_single_batch(
     vault_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Enough files for a worker process to read them (given a second CPU).
-    count = pagereader.MIN_FILES + 100
+    """A first index of more pages than one batch holds (links to pages in later
+    batches, placeholders, folders) ends as one that takes all pages at once, and as
+    one that loads the graph afresh from the index instead of updating it in place."""
+    count = sync.BATCH + 100
     for i in range(count):
         links = f"[[Page {i * 7 % count}]] [[Missing {i % 13}]] [[f{i % 3}/Page {i // 2}]]"
         write(vault_dir, f"f{i % 7}/Page {i}.md", f"# Page {i}\n\n{links}\n")
     state = ops.open_vault(vault_dir)
     try:
         assert ops.read_page(state, "Missing 3").is_placeholder
-        by_worker = snapshot(state)
+        in_batches = snapshot(state)
     finally:
         state.close()
-    monkeypatch.setattr(pagereader, "MIN_FILES", count + 1)  # this time, read here
-    assert fresh_snapshot(vault_dir) == by_worker
+    # The pass leaves nothing in the vault but its own folder.
+    assert sorted(p.name for p in vault_dir.iterdir()) == [".lore", *(f"f{i}" for i in range(7))]
+    assert sum(1 for p in vault_dir.rglob("*.md") if ".lore" not in p.parts) == count
+    monkeypatch.setattr(sync, "BATCH", count + 1)  # this time, one batch
+    assert fresh_snapshot(vault_dir) == in_batches
+    monkeypatch.setattr(sync, "RELOAD_OVER", 0)  # the graph loaded afresh from the index
+    assert fresh_snapshot(vault_dir) == in_batches
 
 
-def test_touched_but_unchanged_file_is_not_reparsed(state: AppState, vault_dir: Path) -> None:
+def test_touched_but_unchanged_file_is_not_reparsed(state: Vault, vault_dir: Path) -> None:
     path = write(vault_dir, "a.md", "[[b]]\n")
     ops.index_vault(state)
     os.utime(path, ns=(1, 1))
@@ -126,7 +132,7 @@ def test_invalid_utf8_is_indexed_as_far_as_it_decodes(vault_dir: Path) -> None:
     assert "menu" in page.content
     assert [link.slug for link in page.links] == ["other"]
     assert (vault_dir / "bad.md").read_bytes() == raw
-    row = st.index.get_page("bad")
+    row = st.index.pages.get("bad")
     assert row is not None and row.bad_utf8
     st.close()
 
@@ -137,7 +143,7 @@ def test_slug_collision_keeps_first_path(vault_dir: Path) -> None:
     st = ops.open_vault(vault_dir)
     page = ops.read_page(st, "my-page")
     assert page.path == "My Page.md"
-    assert st.index.shadowed() == [("my-page.md", "my-page")]
+    assert st.index.pages.shadowed() == [("my-page.md", "my-page")]
     (vault_dir / "My Page.md").unlink()
     ops.apply_external_changes(st, ["My Page.md"])
     assert ops.read_page(st, "my-page").path == "my-page.md"
@@ -158,7 +164,7 @@ def test_a_reopen_settles_a_slug_between_a_new_file_and_an_unchanged_one(
         assert (report.added, report.updated, report.removed, report.unchanged) == (1, 0, 0, 1)
         assert report.skipped == ["My Page.md: slug 'my-page' is taken by MY PAGE.md"]
         assert ops.read_page(st, "my-page").content == "new"
-        assert st.index.shadowed() == [("My Page.md", "my-page")]
+        assert st.index.pages.shadowed() == [("My Page.md", "my-page")]
         assert_matches_fresh(st)
         st.close()
         (vault_dir / "MY PAGE.md").unlink()  # the unchanged file gets its slug back
@@ -166,7 +172,7 @@ def test_a_reopen_settles_a_slug_between_a_new_file_and_an_unchanged_one(
         report = ops.index_vault(st)
         assert (report.added, report.removed, report.unchanged, report.skipped) == (1, 0, 1, [])
         assert ops.read_page(st, "my-page").content == "old"
-        assert st.index.shadowed() == []
+        assert st.index.pages.shadowed() == []
         assert_matches_fresh(st)
     finally:
         st.close()
@@ -183,7 +189,7 @@ def test_deleting_a_page_hands_its_slug_to_the_file_it_shadowed(vault_dir: Path)
         assert (deleted.became_placeholder, deleted.placeholders_created) == (False, [])
         page = ops.read_page(st, "my-page")
         assert (page.path, page.content) == ("my-page.md", "lower")
-        assert st.index.shadowed() == []
+        assert st.index.pages.shadowed() == []
         assert_matches_fresh(st)
     finally:
         st.close()
@@ -205,7 +211,7 @@ def test_renaming_a_page_hands_its_slug_to_the_file_it_shadowed(vault_dir: Path)
 # -- save -----------------------------------------------------------------------------
 
 
-def test_save_creates_file_with_the_name_as_typed(state: AppState, vault_dir: Path) -> None:
+def test_save_creates_file_with_the_name_as_typed(state: Vault, vault_dir: Path) -> None:
     result = ops.save_page(state, "notes/My Page", "# Hi\nSee [[Other Page]].\n")
     assert (result.slug, result.path, result.created) == ("notes/my-page", "notes/My Page.md", True)
     assert (vault_dir / "notes/My Page.md").read_text() == "# Hi\nSee [[Other Page]].\n"
@@ -214,7 +220,7 @@ def test_save_creates_file_with_the_name_as_typed(state: AppState, vault_dir: Pa
     assert_matches_fresh(state)
 
 
-def test_save_overwrites_by_any_spelling(state: AppState, vault_dir: Path) -> None:
+def test_save_overwrites_by_any_spelling(state: Vault, vault_dir: Path) -> None:
     ops.save_page(state, "notes/My Page", "one")
     for name in ("My Page", "my-page", "notes/My Page.md", "NOTES/MY PAGE"):
         result = ops.save_page(state, name, f"two {name}")
@@ -223,13 +229,13 @@ def test_save_overwrites_by_any_spelling(state: AppState, vault_dir: Path) -> No
     assert sorted(p.name for p in vault_dir.rglob("*.md")) == ["My Page.md"]
 
 
-def test_save_same_content_is_a_no_op(state: AppState) -> None:
+def test_save_same_content_is_a_no_op(state: Vault) -> None:
     ops.save_page(state, "a", "same")
     again = ops.save_page(state, "a", "same")
     assert again.unchanged and not again.created
 
 
-def test_placeholder_promotion_names_file_from_link_text(state: AppState, vault_dir: Path) -> None:
+def test_placeholder_promotion_names_file_from_link_text(state: Vault, vault_dir: Path) -> None:
     ops.save_page(state, "source", "A [[Trailing Slash]] link.\n")
     assert "trailing-slash" in state.placeholders
     result = ops.save_page(state, "trailing-slash", "now real")
@@ -240,7 +246,7 @@ def test_placeholder_promotion_names_file_from_link_text(state: AppState, vault_
     assert_matches_fresh(state)
 
 
-def test_new_page_captures_placeholder_links(state: AppState) -> None:
+def test_new_page_captures_placeholder_links(state: Vault) -> None:
     ops.save_page(state, "a", "[[foo]] and [[foo#Part|the foo]]")
     assert "foo" in state.placeholders
     ops.save_page(state, "projects/foo", "found")
@@ -249,7 +255,7 @@ def test_new_page_captures_placeholder_links(state: AppState) -> None:
     assert_matches_fresh(state)
 
 
-def test_placeholder_goes_when_last_link_goes(state: AppState) -> None:
+def test_placeholder_goes_when_last_link_goes(state: Vault) -> None:
     ops.save_page(state, "a", "[[ghost]]")
     ops.save_page(state, "b", "[[ghost]]")
     assert ops.save_page(state, "a", "none").placeholders_removed == []
@@ -258,7 +264,7 @@ def test_placeholder_goes_when_last_link_goes(state: AppState) -> None:
     assert_matches_fresh(state)
 
 
-def test_placeholder_title_is_the_first_written_link(state: AppState) -> None:
+def test_placeholder_title_is_the_first_written_link(state: Vault) -> None:
     ops.save_page(state, "b", "[[future PLAN]]")
     ops.save_page(state, "a", "[[Future Plan]]")
     page = ops.read_page(state, "future-plan")
@@ -266,7 +272,7 @@ def test_placeholder_title_is_the_first_written_link(state: AppState) -> None:
     assert [b.slug for b in page.backlinks] == ["a", "b"]
 
 
-def test_ambiguous_write_is_refused(state: AppState) -> None:
+def test_ambiguous_write_is_refused(state: Vault) -> None:
     ops.save_page(state, "a/x", "one")
     ops.save_page(state, "b/x", "two")
     with pytest.raises(AmbiguousNameError) as err:
@@ -299,14 +305,14 @@ def test_ambiguous_write_is_refused(state: AppState) -> None:
     ],
 )
 def test_bad_names_change_nothing(
-    state: AppState, vault_dir: Path, name: str, error: type[LoreError]
+    state: Vault, vault_dir: Path, name: str, error: type[LoreError]
 ) -> None:
     with pytest.raises(error):
         ops.save_page(state, name, "content")
     assert [p for p in vault_dir.rglob("*") if ".lore" not in p.parts] == []
 
 
-def test_bad_content_is_refused(state: AppState) -> None:
+def test_bad_content_is_refused(state: Vault) -> None:
     with pytest.raises(ContentTooLargeError):
         ops.save_page(state, "big", "x" * (state.max_content_bytes + 1))
     with pytest.raises(InvalidArgumentError):
@@ -316,7 +322,7 @@ def test_bad_content_is_refused(state: AppState) -> None:
     assert len(state.pages) == 0
 
 
-def test_self_link_and_nested_brackets(state: AppState) -> None:
+def test_self_link_and_nested_brackets(state: Vault) -> None:
     ops.save_page(state, "me", "I am [[me]] and [[[[[[deep]] and [[[[")
     page = ops.read_page(state, "me")
     assert [b.slug for b in page.backlinks] == ["me"]
@@ -326,7 +332,7 @@ def test_self_link_and_nested_brackets(state: AppState) -> None:
 # -- delete ---------------------------------------------------------------------------
 
 
-def test_delete_moves_to_trash_and_leaves_placeholder(state: AppState, vault_dir: Path) -> None:
+def test_delete_moves_to_trash_and_leaves_placeholder(state: Vault, vault_dir: Path) -> None:
     ops.save_page(state, "target", "body")
     ops.save_page(state, "linker", "[[target]]")
     result = ops.delete_page(state, "target")
@@ -341,7 +347,7 @@ def test_delete_moves_to_trash_and_leaves_placeholder(state: AppState, vault_dir
     assert_matches_fresh(state)
 
 
-def test_delete_placeholder_or_unknown_fails(state: AppState) -> None:
+def test_delete_placeholder_or_unknown_fails(state: Vault) -> None:
     ops.save_page(state, "a", "[[ghost]]")
     with pytest.raises(LoreError, match="placeholder"):
         ops.delete_page(state, "ghost")
@@ -349,7 +355,7 @@ def test_delete_placeholder_or_unknown_fails(state: AppState) -> None:
         ops.delete_page(state, "nothing")
 
 
-def test_delete_reresolves_ambiguous_links(state: AppState) -> None:
+def test_delete_reresolves_ambiguous_links(state: Vault) -> None:
     ops.save_page(state, "a/x", "one")
     ops.save_page(state, "b/x", "two")
     ops.save_page(state, "a/page", "[[x]]")
@@ -362,7 +368,7 @@ def test_delete_reresolves_ambiguous_links(state: AppState) -> None:
 # -- rename ---------------------------------------------------------------------------
 
 
-def test_rename_rewrites_exactly_the_links_to_it(state: AppState, vault_dir: Path) -> None:
+def test_rename_rewrites_exactly_the_links_to_it(state: Vault, vault_dir: Path) -> None:
     ops.save_page(state, "notes/Old Name", "# Top\n^blk\n")
     text = (
         "See [[Old Name]], [[old name|alias]], [[Old Name#Top]], [[Old Name^blk]],\n"
@@ -387,7 +393,7 @@ def test_rename_rewrites_exactly_the_links_to_it(state: AppState, vault_dir: Pat
     assert_matches_fresh(state)
 
 
-def test_rename_keeps_links_that_still_resolve(state: AppState, vault_dir: Path) -> None:
+def test_rename_keeps_links_that_still_resolve(state: Vault, vault_dir: Path) -> None:
     ops.save_page(state, "a/Thing", "x")
     original = "Link [[Thing]] and [[a/Thing]].\n"
     ops.save_page(state, "linker", original)
@@ -398,7 +404,7 @@ def test_rename_keeps_links_that_still_resolve(state: AppState, vault_dir: Path)
     assert_matches_fresh(state)
 
 
-def test_rename_writes_shortest_unique_form(state: AppState, vault_dir: Path) -> None:
+def test_rename_writes_shortest_unique_form(state: Vault, vault_dir: Path) -> None:
     ops.save_page(state, "x/Target", "t")
     ops.save_page(state, "y/Other", "o")
     ops.save_page(state, "linker", "[[Target]]")
@@ -411,7 +417,7 @@ def test_rename_writes_shortest_unique_form(state: AppState, vault_dir: Path) ->
     assert_matches_fresh(state)
 
 
-def test_rename_onto_existing_page_fails(state: AppState) -> None:
+def test_rename_onto_existing_page_fails(state: Vault) -> None:
     ops.save_page(state, "a", "1")
     ops.save_page(state, "b", "2")
     with pytest.raises(PageExistsError):
@@ -419,7 +425,7 @@ def test_rename_onto_existing_page_fails(state: AppState) -> None:
     assert sorted(state.pages) == ["a", "b"]
 
 
-def test_rename_self_links_and_case_change(state: AppState, vault_dir: Path) -> None:
+def test_rename_self_links_and_case_change(state: Vault, vault_dir: Path) -> None:
     ops.save_page(state, "loop", "[[loop]]")
     ops.rename_page(state, "loop", "Loop")
     assert (vault_dir / "Loop.md").read_text() == "[[loop]]"
@@ -428,7 +434,7 @@ def test_rename_self_links_and_case_change(state: AppState, vault_dir: Path) -> 
     assert_matches_fresh(state)
 
 
-def test_rename_into_a_placeholder_slug_promotes(state: AppState) -> None:
+def test_rename_into_a_placeholder_slug_promotes(state: Vault) -> None:
     ops.save_page(state, "a", "[[Wanted]]")
     ops.save_page(state, "draft", "text")
     ops.rename_page(state, "draft", "Wanted")
@@ -440,20 +446,20 @@ def test_rename_into_a_placeholder_slug_promotes(state: AppState) -> None:
 # -- reading --------------------------------------------------------------------------
 
 
-def test_unknown_name_suggests_close_slugs(brain: AppState) -> None:
+def test_unknown_name_suggests_close_slugs(brain: Vault) -> None:
     with pytest.raises(PageNotFoundError) as err:
         ops.read_page(brain, "Link Resolutoin")
     assert "concepts/link-resolution" in err.value.suggestions
     assert "concepts/link-resolution" in str(err.value)
 
 
-def test_read_placeholder(brain: AppState) -> None:
+def test_read_placeholder(brain: Vault) -> None:
     page = ops.read_page(brain, "Roadmap")
     assert page.is_placeholder and page.content == "" and page.path is None
     assert {b.slug for b in page.backlinks} == {"open-questions", "concepts/placeholders"}
 
 
-def test_list_pages_paging_and_folders(brain: AppState) -> None:
+def test_list_pages_paging_and_folders(brain: Vault) -> None:
     first = ops.list_pages(brain, limit=5)
     assert first.total == 18 and len(first.pages) == 5 and first.next_offset == 5
     everything = ops.list_pages(brain, include_placeholders=True, limit=100)
@@ -464,7 +470,7 @@ def test_list_pages_paging_and_folders(brain: AppState) -> None:
     assert tools.pages and all(p.slug.startswith("tools/") for p in tools.pages)
 
 
-def test_list_pages_follows_saves_deletes_and_renames(brain: AppState) -> None:
+def test_list_pages_follows_saves_deletes_and_renames(brain: Vault) -> None:
     def listed(**options: Any) -> list[tuple[str, bool]]:
         listing = ops.list_pages(brain, limit=100, **options)
         assert listing.total == len(listing.pages)
@@ -482,7 +488,7 @@ def test_list_pages_follows_saves_deletes_and_renames(brain: AppState) -> None:
     assert [slug for slug, _ in listed()] == sorted(brain.pages)
 
 
-def test_search_ranks_titles_and_finds_cjk(brain: AppState) -> None:
+def test_search_ranks_titles_and_finds_cjk(brain: Vault) -> None:
     hits = ops.search(brain, "placeholders").hits
     assert hits[0].slug == "concepts/placeholders"
     assert "**" in hits[0].snippet
@@ -513,11 +519,11 @@ def test_search_ranks_titles_and_finds_cjk(brain: AppState) -> None:
         "[[x]]",
     ],
 )
-def test_search_never_raises_on_fts_syntax(brain: AppState, query: str) -> None:
+def test_search_never_raises_on_fts_syntax(brain: Vault, query: str) -> None:
     ops.search(brain, query)
 
 
-def test_search_titles_order(brain: AppState) -> None:
+def test_search_titles_order(brain: Vault) -> None:
     found = ops.search_titles(brain, "Slugs").matches
     assert found[0].slug == "concepts/slugs" and found[0].match == "exact"
     assert ops.search_titles(brain, "slug").matches[0].match == "prefix"
@@ -530,7 +536,7 @@ def test_search_titles_order(brain: AppState) -> None:
     assert roadmap[0].is_placeholder
 
 
-def test_backlinks_with_lines_and_unlinked_mentions(state: AppState) -> None:
+def test_backlinks_with_lines_and_unlinked_mentions(state: Vault) -> None:
     ops.save_page(state, "Graph", "the page")
     ops.save_page(state, "a", "intro\nsee [[Graph]] here\n")
     ops.save_page(state, "b", "The graph is big.\n`graph` in code\nparagraphs only\n")
@@ -541,7 +547,7 @@ def test_backlinks_with_lines_and_unlinked_mentions(state: AppState) -> None:
     assert ops.get_backlinks(state, "graph").unlinked is None
 
 
-def test_graph_neighbourhood(state: AppState) -> None:
+def test_graph_neighbourhood(state: Vault) -> None:
     ops.save_page(state, "a", "[[b]]")
     ops.save_page(state, "b", "[[c]]")
     ops.save_page(state, "c", "end")

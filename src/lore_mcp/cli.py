@@ -96,15 +96,6 @@ def _number(low: int, high: int) -> Callable[[str], int]:
 def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     """`lore` and its commands. `serve_prog` names the server's usage line (`lore-mcp`
     when it is started by that name)."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--vault", metavar="PATH", help=f"the vault folder (default: ${VAULT_ENV})")
-    common.add_argument("--json", action="store_true", help="print one JSON document")
-    common.add_argument(
-        "--log-level",
-        type=str.upper,
-        choices=LOG_LEVELS,
-        help="log to stderr from this level (default: WARNING; INFO with --http)",
-    )
     parser = argparse.ArgumentParser(
         prog="lore",
         description="A wiki vault of Markdown pages joined by [[wiki links]], from the shell.",
@@ -112,6 +103,9 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"lore {__version__}")
+    _common_options(parser, suppress=False)
+    common = argparse.ArgumentParser(add_help=False)
+    _common_options(common, suppress=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(
@@ -175,6 +169,32 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     _serving_options(p)
     p.add_argument("--version", action="version", version=f"lore-mcp {__version__}")
     return parser
+
+
+def _common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """--vault, --json and --log-level, taken before or after the command
+    (`lore --vault V list`, `lore list --vault V`). On the commands their defaults are
+    suppressed, so that they do not override what was given before the command."""
+
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if suppress else value
+
+    parser.add_argument(
+        "--vault",
+        metavar="PATH",
+        default=default(None),
+        help=f"the vault folder (default: ${VAULT_ENV})",
+    )
+    parser.add_argument(
+        "--json", action="store_true", default=default(False), help="print one JSON document"
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default=default(None),
+        help="log to stderr from this level (default: WARNING; INFO with --http)",
+    )
 
 
 def _serving_options(parser: argparse.ArgumentParser) -> None:

@@ -271,14 +271,23 @@ def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
         target=anyio.run, args=(partial(web.serve, sockets=[sock]),), name="lore-http"
     )
     stop = threading.Event()
+    received: list[int] = []
+
+    def on_signal(sig: int, _frame: object) -> None:
+        received.append(sig)
+        stop.set()
+
     previous = {}
     if threading.current_thread() is threading.main_thread():
-        previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in STOP_SIGNALS}
+        previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     try:
         thread.start()
         while thread.is_alive() and not stop.wait(0.2):
             pass
-        web.should_exit = True
+        # Stop as uvicorn's own signal handler does: sse-starlette hooks handle_exit to
+        # end open event streams (a client's GET stream), which otherwise last out the
+        # grace period and are then cancelled, with an ERROR and a traceback.
+        web.handle_exit(received[0] if received else signal.SIGTERM, None)
         thread.join()
     finally:
         for sig, handler in previous.items():

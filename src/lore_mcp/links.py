@@ -22,13 +22,18 @@ _WIKI = re.compile(r"!?\[\[([^\[\]\n\r]+)\]\]")
 _SPECIAL = re.compile(r"[\\`\[!<#]")
 _ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 # Inline HTML, comments and autolinks: their text is never a link, a tag or a mention.
-_OPAQUE_TAG = re.compile(
-    r"<!--.*?-->"
-    r"|</?[A-Za-z][A-Za-z0-9-]*(?:\s+[^<>]*)?/?>"
-    r"|<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>"
-    r"|<[^<>\s@]+@[^<>\s]+>",
-    re.DOTALL,
+_ATTRIBUTE = (  # CommonMark's: a name, then maybe `=` and a value, quoted or not
+    r"\s+[A-Za-z_:][A-Za-z0-9:._-]*"
+    r"(?:\s*=\s*(?:[^\"'=<>`\x00-\x20]+|'[^']*'|\"[^\"]*\"))?"
 )
+_HTML = (
+    rf"<[A-Za-z][A-Za-z0-9-]*(?:{_ATTRIBUTE})*\s*/?>"
+    r"|</[A-Za-z][A-Za-z0-9-]*\s*>"
+    r"|<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>"
+    r"|<[^<>\s@]+@[^<>\s]+>"
+)
+_OPAQUE_TAG = re.compile(r"<!--.*?-->|" + _HTML, re.DOTALL)
+_OPAQUE_NO_COMMENT = re.compile(_HTML)  # when no `-->` is left, no comment can close
 _TAG = re.compile(r"#([\w/-]+)")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|//")
 _FORBIDDEN_IN_TARGET = frozenset("[]|#^\r\n")
@@ -129,6 +134,8 @@ def _read_prose(text: str, start: int, end: int, found: Scan, strict: bool) -> N
     of its line; where the answer depends on a later line, raise `_Undecided`."""
     pos = start
     skip_from, skip_to = -1, -1  # a Markdown link's destination: not prose
+    labels: dict[int, int] = {}  # what `_label_end` found, so no label is read twice
+    comment_close = -2  # where the next `-->` starts; -1: there is none; -2: not looked
     while (special := _SPECIAL.search(text, pos, end)) is not None:
         at = special.start()
         if skip_from <= at < skip_to:
@@ -144,7 +151,9 @@ def _read_prose(text: str, start: int, end: int, found: Scan, strict: bool) -> N
             if close >= 0:
                 found.opaque.append((at, close))
         elif char == "<":
-            tag = _OPAQUE_TAG.match(text, at, end)
+            if comment_close != -1 and comment_close < at:
+                comment_close = text.find("-->", at, end)
+            tag = (_OPAQUE_TAG if comment_close >= 0 else _OPAQUE_NO_COMMENT).match(text, at, end)
             if tag is not None:
                 found.opaque.append((at, tag.end()))
             pos = at + 1 if tag is None else tag.end()
@@ -155,7 +164,8 @@ def _read_prose(text: str, start: int, end: int, found: Scan, strict: bool) -> N
             if wiki is not None and _add_wiki(text, wiki, found):
                 pos = wiki.end()
                 continue
-            if char == "[" and (parts := _markdown_link(text, at, limit, strict)) is not None:
+            parts = _markdown_link(text, at, limit, strict, labels) if char == "[" else None
+            if parts is not None:
                 skip_from, skip_to = parts[1], parts[2]
                 _add_markdown(text, at, parts, found)
             pos = at + 1
@@ -222,12 +232,37 @@ def _add_wiki(text: str, match: re.Match[str], found: Scan) -> bool:
 
 
 def _markdown_link(
-    text: str, at: int, end: int, strict: bool
+    text: str, at: int, end: int, strict: bool, labels: dict[int, int]
 ) -> tuple[int, int, int, int, int] | None:
     """For a `[` that opens `[label](destination "title")`: where the label closes, where
     the parenthesis opens and closes, and where the destination stands (inside `<>`).
-    None when it is not one."""
-    depth, pos = 0, at
+    None when it is not one. `labels` keeps what earlier calls with the same `end`
+    found, so that a page full of brackets is read once, not once per bracket."""
+    label = _label_end(text, at, end, strict, labels)
+    if label < 0 or label + 1 >= end or text[label + 1] != "(":
+        return None
+    first = _skip_blanks(text, label + 2, end)
+    after = _link_destination(text, first, end) if first < end else first
+    pos = _skip_blanks(text, after, end)
+    if after > first and after < pos < end and (titled := _link_title(text, pos, end)) > 0:
+        pos = _skip_blanks(text, titled, end)
+    if pos >= end or text[pos] != ")":
+        if strict and pos >= end:
+            raise _Undecided
+        return None
+    if after > first and text[first] == "<":
+        first, after = first + 1, after - 1
+    return label, label + 1, pos + 1, first, after
+
+
+def _label_end(text: str, at: int, end: int, strict: bool, known: dict[int, int]) -> int:
+    """Where the `]` that closes the `[` at `at` stands; -1 when none does before `end`.
+    Every `[` read on the way is recorded in `known` with its own answer: the reading
+    from a later `[` goes through the same characters the same way."""
+    if at in known:
+        return known[at]
+    opened: list[int] = []
+    pos = at
     while pos < end:
         char = text[pos]
         if char == "\\":
@@ -236,73 +271,76 @@ def _markdown_link(
         if char == "`" and (close := _code_span_end(text, pos, end, strict)) > 0:
             pos = close
             continue
-        depth += {"[": 1, "]": -1}.get(char, 0)
-        if depth == 0:
-            break
+        if char == "[":
+            opened.append(pos)
+        elif char == "]":
+            known[opened.pop()] = pos
+            if not opened:
+                return pos
         pos += 1
-    if depth:
-        if strict:
-            raise _Undecided
-        return None
-    if pos + 1 >= end or text[pos + 1] != "(":
-        return None
-    first = pos + 2
-    while first < end and text[first] in " \t":
-        first += 1
-    if text.startswith("<", first):
-        last = text.find(">", first, end)
-        if last < 0 or "\n" in text[first:last]:
-            return None
-        dest, after = (first + 1, last), last + 1
-    else:
-        after = _destination_end(text, first, end)
-        dest = (first, after)
-    close = _closing_paren(text, after, end)
-    if close < 0:
-        if strict:
-            raise _Undecided
-        return None
-    return pos, pos + 1, close, dest[0], dest[1]
+    if strict:
+        raise _Undecided
+    known.update(dict.fromkeys(opened, -1))
+    return -1
 
 
-def _destination_end(text: str, pos: int, end: int) -> int:
-    """Where a destination not in `<>` ends: at white space, or an unbalanced `)`."""
-    depth = 0
-    while pos < end:
-        char = text[pos]
-        if char == "\\":
-            pos += 2
-            continue
-        if char.isspace() or ord(char) < 32:
-            break
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            if depth == 0:
-                break
-            depth -= 1
+_BLANKS = frozenset(" \t\n\r")
+
+
+def _skip_blanks(text: str, pos: int, end: int) -> int:
+    while pos < end and text[pos] in _BLANKS:
         pos += 1
-    return min(pos, end)
+    return pos
 
 
-def _closing_paren(text: str, pos: int, end: int) -> int:
-    """After the `)` that closes a link destination (and its title); -1 if it does not
-    close before `end` or a blank line."""
-    depth = 0
-    while pos < end:
-        char = text[pos]
-        if char == "\\":
-            pos += 2
-            continue
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            if depth == 0:
+def _link_destination(text: str, pos: int, end: int) -> int:
+    """Where a link destination starting at `pos` ends; `pos` when there is none."""
+    start = pos
+    if text[pos] == "<":
+        pos += 1
+        while pos < end:
+            char = text[pos]
+            if char in "\n\r<":
+                return start
+            if char == ">":
                 return pos + 1
-            depth -= 1
-        elif char == "\n" and text[pos + 1 : pos + 2] in ("\n", "\r", ""):
-            return -1
+            pos += 2 if char == "\\" and pos + 1 < end else 1
+        return start
+    level = 0
+    while pos < end:
+        char = text[pos]
+        if char == " " or (char < " " and char != "\x00") or char == "\x7f":
+            break  # markdown-it reads a NUL as U+FFFD: part of the destination
+        if char == "\\" and pos + 1 < end:
+            if text[pos + 1] == " ":
+                break
+            pos += 2
+            continue
+        if char == "(":
+            level += 1
+            if level > 32:
+                return start
+        elif char == ")":
+            if level == 0:
+                break
+            level -= 1
         pos += 1
+    return pos if level == 0 else start
+
+
+def _link_title(text: str, pos: int, end: int) -> int:
+    """After a link title (`"..."`, `'...'` or `(...)`) starting at `pos`; -1 if none."""
+    closer = {'"': '"', "'": "'", "(": ")"}.get(text[pos])
+    if closer is None:
+        return -1
+    pos += 1
+    while pos < end:
+        char = text[pos]
+        if char == closer:
+            return pos + 1
+        if char == "(" and closer == ")":
+            return -1
+        pos += 2 if char == "\\" and pos + 1 < end else 1
     return -1
 
 

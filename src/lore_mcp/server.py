@@ -12,6 +12,7 @@ owns it from then on: its lifespan indexes the vault in a background thread (so
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -468,7 +469,10 @@ def _prepare(vault: Vault, watch: bool, stop: threading.Event) -> None:
 def run_stdio(server: MCPServer[Served], vault: Vault) -> None:
     """Serve `vault` (the one `server` was built on) on this process's stdin and stdout,
     with the SDK's transport, until stdin closes or SIGTERM or SIGINT asks for a stop."""
-    anyio.run(_serve_stdio, server, vault)
+    try:
+        anyio.run(_serve_stdio, server, vault)
+    except* BrokenPipeError:  # its lifespan has closed the vault
+        log.info("the client closed its end of stdout; stopped serving")
 
 
 async def _serve_stdio(server: MCPServer[Served], vault: Vault) -> None:
@@ -501,3 +505,7 @@ def _shut_down(vault: Vault, worker: threading.Thread) -> None:
     worker.join()
     vault.close()
     log.info("closed the vault %s", vault.root)
+    # Output a tool left in stdout's buffer goes out now, while the stdio transport
+    # still points fd 1 at stderr; at exit it would reach the client's end.
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()

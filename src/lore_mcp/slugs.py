@@ -10,6 +10,7 @@ for a read or a suggestion; it is never an identity.
 
 from __future__ import annotations
 
+import heapq
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -310,11 +311,12 @@ class SlugSet:
         return resolve(self, Aliases(), key, source_slug)
 
     def close_names(self, word: str, count: int) -> list[tuple[float, str]]:
-        """Last segments spelled like `word`, as (similarity 0-100, name), closest first."""
+        """Last segments spelled like `word`, as (similarity 0-100, name), closest first
+        and ties by name, so that the answer does not depend on the order names came in."""
         found = process.extract(
-            word, self._by_last.keys(), scorer=fuzz.ratio, limit=count, score_cutoff=CLOSE_CUTOFF
+            word, self._by_last.keys(), scorer=fuzz.ratio, limit=None, score_cutoff=CLOSE_CUTOFF
         )
-        return [(score, name) for name, score, _ in found]
+        return heapq.nlargest(count, ((score, name) for name, score, _ in found))
 
 
 class Aliases:

@@ -218,6 +218,22 @@ class _Handler(events.FileSystemEventHandler):
             return None
 
 
+class _EventsAtStop(logging.Filter):
+    """Drops watchdog's ERROR "InotifyEmitter.queue_events() called when the thread is
+    inactive". Its inotify emitter logs it when a file event is read in the instant the
+    emitter is being stopped (watchdog clears the emitter's watch group before the
+    emitter's thread has seen the stop), so any file written as the watcher stops (an
+    editor saving, a page a tool has just written) could print it. The event is dropped,
+    which is what stopping means here: changes not applied yet are left to the next
+    start-up's index pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "called when the thread is inactive" not in record.getMessage()
+
+
+logging.getLogger("watchdog.observers.inotify").addFilter(_EventsAtStop())
+
+
 def _reporting_closes() -> tuple[type[BaseObserver], ...]:
     """The observers that report a file closed after writing: inotify's, on Linux."""
     try:

@@ -28,6 +28,7 @@ CHANGELOG_KEEP = 20_000
 _CHANGES_SCHEMA = "CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, slug TEXT NOT NULL);"
 # What SQLite says of a file that is damaged, as opposed to one that is only busy.
 _DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+_TABLES = ("pages", "shadowed", "names", "names_text", "links", "fts", "changes")
 
 
 class Index:
@@ -70,11 +71,18 @@ class Index:
     def _ensure_schema(self) -> None:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
         if version == SCHEMA_VERSION:
-            # Reading the tables finds a truncated or damaged file early.
-            self._conn.execute("SELECT count(*) FROM pages").fetchone()
-            self.search.check()
-            return
-        if version:
+            try:
+                for table in _TABLES:  # a table dropped by hand
+                    self._conn.execute(f"SELECT 1 FROM {table} LIMIT 0")
+                # Reading the tables finds a truncated or damaged file early.
+                self._conn.execute("SELECT count(*) FROM pages").fetchone()
+                self.search.check()
+                return
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode != sqlite3.SQLITE_ERROR:  # busy or locked: not damage
+                    raise
+                log.warning("index %s is incomplete (%s); rebuilding it", self.path, exc)
+        elif version:
             log.info("index schema %s is not %s; rebuilding", version, SCHEMA_VERSION)
         self._drop_all()
         for schema in (PAGE_SCHEMA, LINK_SCHEMA, SEARCH_SCHEMA, _CHANGES_SCHEMA):

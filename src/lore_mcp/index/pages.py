@@ -165,16 +165,16 @@ class PageTable:
         return [row[0] for row in self._conn.execute(sql, (key, limit))]
 
     def named_starting(self, prefix: str, limit: int) -> list[str]:
-        """Slugs with a key that starts with `prefix`, by key."""
-        sql = (
-            "SELECT slug FROM names WHERE key >= ? AND key < ? "
-            "GROUP BY slug ORDER BY min(key), slug LIMIT ?"
-        )
+        """Slugs with a key that starts with `prefix`, sorted (as search_titles shows
+        them, so that its first `limit` are the first of all)."""
+        sql = "SELECT DISTINCT slug FROM names WHERE key >= ? AND key < ? ORDER BY slug LIMIT ?"
         return [row[0] for row in self._conn.execute(sql, (prefix, prefix + "\U0010ffff", limit))]
 
     def named_containing(self, part: str, limit: int) -> list[str]:
         """Slugs with a key that holds `part`, by slug (of the first few hundred found)."""
-        if len(part) >= 3:  # the trigram index finds any part of three characters or more
+        # The trigram index finds any part of three characters or more (FTS5 reads a
+        # query only up to a NUL: those are looked for without it).
+        if len(part) >= 3 and "\x00" not in part:
             sql = (
                 "SELECT DISTINCT n.slug FROM names_text JOIN names n ON n.id = names_text.rowid "
                 "WHERE names_text MATCH ? LIMIT 500"

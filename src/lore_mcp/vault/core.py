@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +74,10 @@ def open_index(root: Path) -> Index:
             return Index(lore / CACHE_DIR / DB_NAME)
         except OSError as exc:
             problem = exc.strerror or str(exc)
+        except sqlite3.OperationalError as exc:  # e.g. a folder where the file should be
+            if exc.sqlite_errorcode != sqlite3.SQLITE_CANTOPEN:
+                raise
+            problem = str(exc)
     cache = Path(platformdirs.user_cache_dir("lore-mcp")) / content_hash(os.fsencode(root))
     log.warning("cannot keep the index in %s (%s); keeping it in %s", lore, problem, cache)
     try:

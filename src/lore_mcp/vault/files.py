@@ -135,7 +135,12 @@ def read_page_file(root: Path, rel_path: str, others: OtherFiles | None = None) 
         with (root / rel_path).open("rb") as handle:
             st = os.fstat(handle.fileno())
             if st.st_size > MAX_FILE_BYTES:
-                log.warning("skipping %s: %d bytes is over the limit", rel_path, st.st_size)
+                log.warning(
+                    "skipping %s: %d bytes is over the %d byte limit",
+                    rel_path,
+                    st.st_size,
+                    MAX_FILE_BYTES,
+                )
                 return None
             data = handle.read()
     except OSError as exc:

@@ -206,6 +206,7 @@ def _update_graph(
 
 def load(vault: Vault) -> None:
     """Load the slug sets and the graph afresh from the index."""
+    vault.stale = True  # until the load is complete
     vault.graph.clear()
     vault.pages.clear()
     vault.placeholders.clear()
@@ -258,7 +259,9 @@ def sync(
     vault: Vault, scope: Iterable[str] | None = None, progress: Progress | None = None
 ) -> SyncReport:
     """Bring the index in line with the files: parse what changed, drop what is gone.
-    With `scope` (vault-relative files or folders), only those paths are looked at."""
+    With `scope` (vault-relative files or folders), only those paths are looked at.
+    When it fails, the caller's transaction rolls back, and the graph and slug sets
+    (changed already) are marked to be loaded again."""
     return _sync(vault, scope, progress)[0]
 
 
@@ -269,6 +272,18 @@ def sync_files(vault: Vault, paths: Iterable[str]) -> Applied:
 
 
 def _sync(
+    vault: Vault, scope: Iterable[str] | None, progress: Progress | None
+) -> tuple[SyncReport, Applied]:
+    generation = vault.generation
+    try:
+        return _sync_unguarded(vault, scope, progress)
+    except BaseException:
+        if vault.generation != generation:
+            vault.stale = True
+        raise
+
+
+def _sync_unguarded(
     vault: Vault, scope: Iterable[str] | None, progress: Progress | None
 ) -> tuple[SyncReport, Applied]:
     started = time.perf_counter()
@@ -282,6 +297,8 @@ def _sync(
             old = plan.known.get(rel)
             if page is None:
                 vanished.append(slug)
+                if old is not None:  # it was indexed: a page is gone
+                    counts["removed"] += 1
             elif old is not None and (old.slug, old.hash) == (slug, page.row.hash):
                 vault.index.pages.touch(slug, page.row.size, page.row.mtime_ns)
                 counts["unchanged"] += 1
@@ -302,7 +319,7 @@ def _sync(
         links=vault.index.links.count(),
         added=counts["added"],
         updated=counts["updated"],
-        removed=len(plan.removals - set(plan.todo.values())) + len(vanished),
+        removed=len(plan.removals - set(plan.todo.values())) + counts["removed"],
         unchanged=plan.unchanged + counts["unchanged"],
         skipped=plan.skipped,
         seconds=round(time.perf_counter() - started, 3),
