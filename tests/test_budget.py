@@ -20,7 +20,8 @@ from lore_mcp import budget, cli, render
 from lore_mcp import vault as engine
 from lore_mcp.config import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from lore_mcp.errors import InvalidArgumentError
-from lore_mcp.links import extract_links, split_lines
+from lore_mcp.links import extract_links
+from lore_mcp.markdown import split_lines
 from lore_mcp.models import Budgeted, PageView
 from lore_mcp.server import build_server
 

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lore_mcp import links
-from lore_mcp.links import Link, extract_links, find_mentions, line_text, rewrite_links
+from lore_mcp.links import Link, extract_links, find_mentions, rewrite_links
+from lore_mcp.markdown import line_text
 
 
 def written(link: Link) -> tuple[str, str | None, str | None, bool, int]:

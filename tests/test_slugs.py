@@ -28,12 +28,16 @@ from lore_mcp.slugs import (
         ("  under_score  ", "under-score"),
         ("a -- b", "a-b"),
         ("--edge--", "edge"),
-        ("What? (draft) #2!", "what-draft-2"),
+        ("What? (draft) #2!", "what-(draft)-2!"),
+        ("C++", "c++"),
+        ("v1.1.0", "v1.1.0"),
+        ("🚀 Launch", "🚀-launch"),
+        ("Mr.", "mr"),
         ("Ünïcode Ω", "ünïcode-ω"),
         ("記憶の話", "記憶の話"),
         ("नमस्ते दुनिया", "नमस्ते-दुनिया"),
         ("!!!", ""),
-        ("Tab\there~", "tabhere"),
+        ("Tab\there~", "tab-here~"),
         ("x__y  z", "x-y-z"),
     ],
 )
@@ -163,13 +167,17 @@ def test_close_names_forgive_a_typo_or_two() -> None:
 
 
 def test_names_accept_titles_paths_and_slugs() -> None:
+    # A bare name may be found in any folder; a path names exactly one place.
     assert name_key("Acephale Pipeline") == Key("acephale-pipeline", False)
-    assert name_key("acephale/acephale-pipeline.md") == Key("acephale/acephale-pipeline", False)
-    assert name_key("./notes/x") == Key("notes/x", False)
+    assert name_key("acephale/acephale-pipeline.md") == Key("acephale/acephale-pipeline", True)
+    assert name_key("./notes/x") == Key("notes/x", True)
+    assert name_key("/x") == Key("x", True)
+    assert name_key("Q: Why") == Key("q-why", False)  # a colon is a name, not a drive
 
 
 @pytest.mark.parametrize(
-    "name", ["../x", "a/../../x", "/abs", "..\\x", "%2E%2E/x", "D:/x", ".hidden/x", "a/.git/x"]
+    "name",
+    ["../x", "a/../../x", "..\\x", "%2E%2E/x", "D:/x", "D:\\x", "\\\\srv\\x", ".hidden/x", "a/.git/x"],
 )
 def test_unsafe_names(name: str) -> None:
     with pytest.raises(UnsafePathError):

@@ -37,7 +37,7 @@ def slugify(segment: str) -> str:
     kept = (
         "-" if char.isspace() or char == "_" else char
         for char in unicodedata.normalize("NFC", segment.lower())
-        if char not in RESERVED and unicodedata.category(char) != "Cc"
+        if char not in RESERVED and (char.isspace() or unicodedata.category(char) != "Cc")
     )
     slug = _DASH_RUN.sub("-", "".join(kept)).strip("-").rstrip(".").strip("-")
     return slug if any(_is_word(char) for char in slug) else ""
