@@ -81,7 +81,8 @@ def test_each_write_appends_one_line(state: Vault) -> None:
         {"slug": "beta", "path": "Beta.md", "before": beta_before, "after": beta_after}
     ]
     assert gone["before"] == beta_after and gone["after"] is None
-    assert gone["trash_path"] == deleted.trash_path and sha(root / gone["trash_path"]) == beta_after
+    assert gone["history_path"] == deleted.history_path
+    assert sha(root / gone["history_path"]) == beta_after
     assert gone["placeholders_created"] == ["beta"]
     assert datetime.fromisoformat(gone["time"]) >= datetime.fromisoformat(created["time"])
 

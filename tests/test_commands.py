@@ -275,10 +275,10 @@ def test_rename_rewrites_links(capsys: pytest.CaptureFixture[str], brain_dir: Pa
     assert code == 1 and "already exists" in err
 
 
-def test_delete_moves_to_trash(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+def test_delete_keeps_the_last_version(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
     deleted = run_json(capsys, brain_dir, "delete", "Getting Started")
-    assert deleted["trash_path"].startswith(".lore/trash/")
-    assert (brain_dir / deleted["trash_path"]).is_file()
+    assert deleted["history_path"].startswith(".lore/history/")
+    assert (brain_dir / deleted["history_path"]).is_file()
     assert not (brain_dir / "Getting Started.md").exists()
     code, _, err = run(capsys, "--vault", str(brain_dir), "delete", "Getting Started")
     assert code == 1 and err.startswith("lore: ")

@@ -21,7 +21,7 @@ from conftest import write
 from helpers import assert_matches_fresh, ok
 from helpers import fails as refused
 from lore_mcp import vault as vault_ops
-from lore_mcp.config import DB_NAME, LORE_DIR, MAX_FILE_BYTES
+from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR, MAX_FILE_BYTES
 from lore_mcp.errors import LoreError, PageNotFoundError
 from lore_mcp.index.db import SCHEMA_VERSION
 from lore_mcp.server import build_server
@@ -138,7 +138,7 @@ def test_a_file_vanishing_before_a_read(state: Vault, vault_dir: Path) -> None:
 
 
 def _db(root: Path) -> Path:
-    return root / LORE_DIR / DB_NAME
+    return root / LORE_DIR / CACHE_DIR / DB_NAME
 
 
 def _sql(root: Path, *statements: str) -> None:

@@ -3,6 +3,7 @@ passes applied in batches."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from conftest import write
 from helpers import assert_matches_fresh
 from lore_mcp import vault as ops
-from lore_mcp.config import DB_NAME, LORE_DIR
+from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from lore_mcp.errors import PageNotFoundError
 from lore_mcp.index import Index, PageRow
 from lore_mcp.index.db import SCHEMA_VERSION
@@ -118,16 +119,14 @@ def test_long_pages_get_a_plain_snippet_at_the_first_hit(vault_dir: Path) -> Non
 
 
 def _db(root: Path) -> Path:
-    return root / LORE_DIR / DB_NAME
+    return root / LORE_DIR / CACHE_DIR / DB_NAME
 
 
 def test_deleting_the_index_loses_nothing(brain_dir: Path) -> None:
     first = ops.open_vault(brain_dir)
     before = ops.get_graph(first).shape
     first.close()
-    for path in (brain_dir / LORE_DIR).iterdir():
-        path.unlink()
-    (brain_dir / LORE_DIR).rmdir()
+    shutil.rmtree(brain_dir / LORE_DIR)
     again = ops.open_vault(brain_dir)
     assert ops.get_graph(again).shape == before
     again.close()

@@ -21,18 +21,23 @@ def written(link: Link) -> tuple[str, str | None, str | None, bool, int]:
     return (link.target, link.alias, link.fragment, link.embed, link.line)
 
 
+def wiki(markdown: str) -> list[Link]:
+    """The wiki links of a page (Markdown links have tests of their own)."""
+    return [link for link in extract_links(markdown) if not link.markdown]
+
+
 def only(markdown: str) -> Link:
-    found = extract_links(markdown)
+    found = wiki(markdown)
     assert len(found) == 1, found
     return found[0]
 
 
 def targets(markdown: str) -> list[str]:
-    return [link.target for link in extract_links(markdown)]
+    return [link.target for link in wiki(markdown)]
 
 
 def lines(markdown: str) -> list[tuple[str, int]]:
-    return [(link.target, link.line) for link in extract_links(markdown)]
+    return [(link.target, link.line) for link in wiki(markdown)]
 
 
 # --- syntax -------------------------------------------------------------------------------
@@ -83,9 +88,11 @@ def test_same_page_link_is_not_an_edge() -> None:
     [
         ("diagram.png", True),
         ("report.PDF", True),
-        ("folder/archive.tar.gz", True),
-        ("slides.pptx", True),
+        ("folder/board.canvas", True),
         ("clip.mp4", True),
+        ("folder/archive.tar.gz", False),  # not a format Obsidian opens: a page name
+        ("slides.pptx", False),
+        ("Node.js", False),
         ("page.md", False),
         ("Page.MD", False),
         ("v1.2 notes", False),
@@ -175,7 +182,7 @@ def test_link_inside_markdown_link_label_and_image_alt() -> None:
         ("[t]([[x]]) [[y]]", ["y"]),  # the destination hides what it holds
         ("[t](<[[x]] and more>) [[y]]", ["y"]),
         ("[t](x[[y]] 'a [[z]] title') [[w]]", ["w"]),
-        ('[t](x "[[y]]"\n) [[z]]', ["z"]),
+        ('[t](x "[[y]]"\n) [[z]]', ["z"]),  # and a Markdown link to x
         ("[t](x ([[y]])) [[z]]", ["z"]),
         ("[t]() [[x]]", ["x"]),
         ("[t](a b [[x]])", ["x"]),  # a space in a destination: no Markdown link
@@ -363,8 +370,9 @@ def test_rewrite_preserves_every_other_byte() -> None:
         "no newline at end [[a]]"
     )
     found = extract_links(markdown)
-    assert [link.target for link in found] == ["a"] * 11
-    result = rewrite_links(markdown, dict.fromkeys(range(len(found)), "New Name"))
+    assert [link.target for link in found if not link.markdown] == ["a"] * 11
+    chosen = [i for i, link in enumerate(found) if not link.markdown]
+    result = rewrite_links(markdown, dict.fromkeys(chosen, "New Name"))
     expected = (
         markdown.replace("[[a]]", "[[New Name]]")
         .replace("[[ a |", "[[ New Name |")
@@ -374,7 +382,7 @@ def test_rewrite_preserves_every_other_byte() -> None:
         .replace("[[New Name]] indented", "[[a]] indented")
     )
     assert result == expected
-    assert [link.target for link in extract_links(result)] == ["New Name"] * 11
+    assert targets(result) == ["New Name"] * 11
     assert [link.line for link in extract_links(result)] == [link.line for link in found]
 
 
@@ -416,12 +424,13 @@ def test_rewrite_fuzz_keeps_structure() -> None:
         markdown = "".join(rng.choices(_PIECES, k=rng.randint(1, 40)))
         found = extract_links(markdown)
         assert rewrite_links(markdown, {i: f.target for i, f in enumerate(found)}) == markdown
-        chosen = {i: "Zed" for i in range(len(found)) if rng.random() < 0.5}
+        chosen = {i: "Zed" for i, f in enumerate(found) if not f.markdown and rng.random() < 0.5}
         result = rewrite_links(markdown, chosen)
-        again = extract_links(result)
+        again = [link for link in extract_links(result) if not link.markdown]
         expected = [
             ("Zed" if i in chosen else f.target, f.alias, f.fragment, f.embed, f.line)
             for i, f in enumerate(found)
+            if not f.markdown
         ]
         assert [written(link) for link in again] == expected, markdown
         assert result.count("\n") == markdown.count("\n")
@@ -554,12 +563,12 @@ _PLAIN_PIECES = st.sampled_from(
 
 def _parsed_links(markdown: str) -> list[Link]:
     """The links found with markdown-it's block structure, without the line scan."""
-    return links._scan_regions(markdown, links._parsed_regions(markdown)).links
+    return links.full_scan(markdown).links
 
 
 def _scanned_links(markdown: str) -> list[Link] | None:
     """The links the line scan finds; None when it leaves the page to markdown-it."""
-    page = links._simple_scan(markdown)
+    page = links.line_scan(markdown)
     return None if page is None else page.links
 
 
@@ -588,7 +597,7 @@ def test_fast_path_finds_what_markdown_it_finds_many(markdown: str) -> None:
 def test_plain_pages_take_the_line_scan() -> None:
     markdown = "# Title\n\nNo links [here] at all. ![img](x.png) [[a]]\n" * 50
     assert _scanned_links(markdown) == _parsed_links(markdown)
-    assert len(extract_links(markdown)) == 50
+    assert len(wiki(markdown)) == 50
 
 
 @pytest.mark.parametrize(

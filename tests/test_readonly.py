@@ -14,7 +14,7 @@ from conftest import write
 from helpers import call, environment, text
 from lore_mcp import vault as engine
 from lore_mcp.cli import build_parser
-from lore_mcp.config import LORE_DIR
+from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from lore_mcp.errors import VaultError
 from lore_mcp.server import build_server
 
@@ -77,7 +77,7 @@ async def test_no_write_tools_and_no_change(brain_dir: Path, mode: str) -> None:
         with anyio.fail_after(10):
             while not await hits(client, "editor"):
                 await anyio.sleep(0.1)
-    assert (brain_dir / LORE_DIR / "lore.db").is_file()
+    assert (brain_dir / LORE_DIR / CACHE_DIR / DB_NAME).is_file()
     assert not (brain_dir / LORE_DIR / "audit.jsonl").exists()
     assert set(files(brain_dir)) == {*before, "Written Outside.md"}
 

@@ -25,7 +25,7 @@ from mcp import Client, StdioServerParameters
 from conftest import BRAIN
 from helpers import call, text
 from lore_mcp import vault as engine
-from lore_mcp.config import DB_NAME, LORE_DIR
+from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from rawpipe import server_env
 
 pytestmark = pytest.mark.anyio
@@ -72,7 +72,7 @@ def readonly_vault(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[P
     shutil.copytree(BRAIN, vault, ignore=shutil.ignore_patterns(".lore"))
     if request.param == "indexed before":
         engine.open_vault(vault).close()
-        assert (vault / LORE_DIR / DB_NAME).is_file()
+        assert (vault / LORE_DIR / CACHE_DIR / DB_NAME).is_file()
     set_writable(vault, False)
     try:
         if not write_is_refused(vault):

@@ -244,7 +244,11 @@ async def test_save_creates_then_overwrites(client: Client, brain_dir: Path) -> 
 async def test_bad_names_and_content_are_refused(client: Client, brain_dir: Path) -> None:
     assert "leaves the vault" in await fails(client, "save_page", slug="../evil", content="x")
     assert not (brain_dir.parent / "evil.md").exists()
-    assert "absolute" in await fails(client, "save_page", slug="/tmp/evil", content="x")
+    assert "absolute" in await fails(client, "save_page", slug="C:/tmp/evil", content="x")
+    # A leading / names the vault's top, never the machine's.
+    inside = await ok(client, "save_page", slug="/tmp/evil", content="x")
+    assert inside["path"] == "tmp/evil.md" and (brain_dir / "tmp/evil.md").is_file()
+    await ok(client, "delete_page", slug="/tmp/evil")
     assert "hidden" in await fails(client, "save_page", slug=".lore/evil", content="x")
     assert "letters or digits" in await fails(client, "save_page", slug="!!!", content="x")
     await fails(client, "save_page", slug="a\x00b", content="x")
@@ -269,11 +273,11 @@ async def test_ambiguous_write_lists_candidates(client: Client) -> None:
     assert "also matches: b/note" in text(await call(client, "read_page", slug="note"))
 
 
-async def test_delete_moves_to_trash(client: Client, brain_dir: Path) -> None:
+async def test_delete_keeps_the_last_version(client: Client, brain_dir: Path) -> None:
     deleted = await ok(client, "delete_page", slug="Graph Tools")
     assert deleted["path"] == "tools/Graph Tools.md"
-    assert deleted["trash_path"].startswith(".lore/trash/")
-    assert (brain_dir / deleted["trash_path"]).is_file()
+    assert deleted["history_path"].startswith(".lore/history/")
+    assert (brain_dir / deleted["history_path"]).is_file()
     assert not (brain_dir / "tools" / "Graph Tools.md").exists()
     assert deleted["placeholders_created"] == ["graph-tools"]  # Index.md links [[Graph Tools]]
     habits = await call(client, "delete_page", slug="Agent Habits")

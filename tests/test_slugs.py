@@ -177,7 +177,17 @@ def test_names_accept_titles_paths_and_slugs() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["../x", "a/../../x", "..\\x", "%2E%2E/x", "D:/x", "D:\\x", "\\\\srv\\x", ".hidden/x", "a/.git/x"],
+    [
+        "../x",
+        "a/../../x",
+        "..\\x",
+        "%2E%2E/x",
+        "D:/x",
+        "D:\\x",
+        "\\\\srv\\x",
+        ".hidden/x",
+        "a/.git/x",
+    ],
 )
 def test_unsafe_names(name: str) -> None:
     with pytest.raises(UnsafePathError):

@@ -90,18 +90,28 @@ class Scan:
 
 def scan(text: str, *, full: bool = False) -> Scan:
     """Every link and tag outside code, with its place in `text`. `full` always asks
-    markdown-it for the structure (the line scan is taken only when it agrees)."""
+    markdown-it for the structure; else the line scan answers where it can."""
+    return (None if full else line_scan(text)) or full_scan(text)
+
+
+def full_scan(text: str) -> Scan:
+    """The scan with markdown-it's block structure."""
     start = frontmatter.extent(text)
-    found = Scan(frontmatter_end=start)
-    _frontmatter_links(text, start, found)
-    regions = None if full else markdown.simple_regions(text, start)
-    if regions is not None:
-        try:
-            return _read(text, regions, found, strict=True)
-        except _Undecided:
-            found = Scan(frontmatter_end=start)
-            _frontmatter_links(text, start, found)
-    return _read(text, markdown.parsed_regions(text, start), found, strict=False)
+    return _read(text, markdown.parsed_regions(text, start), _frontmatter(text, start), False)
+
+
+def line_scan(text: str) -> Scan | None:
+    """The scan with the plain structure (`markdown.simple_regions`), read line by line;
+    None when the page needs markdown-it, or a line holds something that may end on
+    another line."""
+    start = frontmatter.extent(text)
+    regions = markdown.simple_regions(text, start)
+    if regions is None:
+        return None
+    try:
+        return _read(text, regions, _frontmatter(text, start), True)
+    except _Undecided:
+        return None
 
 
 def extract_links(text: str) -> list[Link]:
@@ -115,9 +125,12 @@ class _Undecided(Exception):
     """A line holds something that may end on a later line: the line scan gives up."""
 
 
-def _frontmatter_links(text: str, end: int, found: Scan) -> None:
+def _frontmatter(text: str, end: int) -> Scan:
+    """A scan holding the wiki links of the frontmatter, which ends at `end`."""
+    found = Scan(frontmatter_end=end)
     for match in _WIKI.finditer(text, 0, end):
         _add_wiki(text, match, found)
+    return found
 
 
 def _read(text: str, regions: markdown.Regions, found: Scan, strict: bool) -> Scan:

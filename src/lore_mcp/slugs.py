@@ -143,7 +143,7 @@ def check_name(name: str) -> None:
     for text in (name, unquote(name)):
         if _DRIVE.match(text.strip()):
             raise UnsafePathError(
-                f"{name!r} is a path on this machine; name pages inside the vault "
+                f"{name!r} is an absolute path on this machine; name pages inside the vault "
                 "('notes/Idea', or '/notes/Idea' from the vault's top)."
             )
         parts = [p.strip() for p in text.replace("\\", "/").split("/")]

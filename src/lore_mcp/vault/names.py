@@ -64,10 +64,10 @@ def sharing(vault: Vault, slug: str) -> list[str]:
 def passed_over(vault: Vault, name: str) -> str | None:
     """The file an explicit path names exactly, when it is one passed over for its slug."""
     parsed = parse_name(name)
-    if not parsed.explicit:
+    if not parsed.explicit or not (shared := sharing(vault, parsed.key.path)):
         return None
     rel = spelled_on_disk(vault.root, file_path_for(name))
-    return rel if rel in sharing(vault, parsed.key.path) else None
+    return rel if rel in shared else None
 
 
 def for_writing(vault: Vault, name: str) -> Target:
