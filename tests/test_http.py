@@ -524,3 +524,22 @@ async def test_bearer_matrix_in_process() -> None:
     assert reached == ["/mcp"] * 3
     with pytest.raises(LoreError, match="at least 16"):
         BearerAuth(app, "too-short")
+
+
+@pytest.mark.slow
+async def test_two_agents_over_http_cannot_lose_an_update(brain_dir: Path) -> None:
+    with anyio.fail_after(60):
+        async with (
+            serving(brain_dir, "--no-watch") as served,
+            connect(served.url, "legacy") as first,
+            connect(served.url, "legacy") as second,
+        ):
+            read = await call(first, "read_page", slug="Slugs")
+            assert read.structured_content is not None
+            seen = read.structured_content["hash"]
+            await call(second, "save_page", slug="Slugs", content="the second agent's\n")
+            stale = await first.call_tool(
+                "save_page", {"slug": "Slugs", "content": "lost?\n", "expected_hash": seen}
+            )
+            assert stale.is_error is True and "changed since you read it" in text(stale)
+    assert (brain_dir / "concepts" / "Slugs.md").read_text() == "the second agent's\n"

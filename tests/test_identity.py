@@ -11,10 +11,11 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 from conftest import write
 from helpers import assert_matches_fresh, environment, fails, ok
@@ -382,3 +383,25 @@ def test_a_rename_killed_at_any_moment_is_whole_after_the_next_start(tmp_path: P
         finally:
             opened.close()
     assert outcomes  # both outcomes are fine; a half-renamed vault fails above
+
+
+@pytest.mark.slow
+async def test_a_stale_write_is_refused_over_stdio(vault_dir: Path) -> None:
+    write(vault_dir, "Shared.md", "one\n")
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "lore_mcp", "--vault", str(vault_dir), "--no-watch"],
+        env=environment(),
+    )
+    with anyio.fail_after(60):
+        async with Client(server) as first, Client(server) as second:
+            seen = (await ok(first, "read_page", slug="Shared"))["hash"]
+            await ok(second, "save_page", slug="Shared", content="two\n", expected_hash=seen)
+            refused = await fails(
+                first, "save_page", slug="Shared", content="three\n", expected_hash=seen
+            )
+            assert "changed since you read it" in refused
+            assert "changed since you read it" in await fails(
+                first, "delete_page", slug="Shared", expected_hash=seen
+            )
+    assert (vault_dir / "Shared.md").read_text() == "two\n"
