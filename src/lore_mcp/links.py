@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from urllib.parse import quote, unquote
 
@@ -254,11 +254,11 @@ def _markdown_link(
     label = _label_end(text, at, end, strict, labels)
     if label < 0 or label + 1 >= end or text[label + 1] != "(":
         return None
-    first = _skip_blanks(text, label + 2, end)
-    after = _link_destination(text, first, end) if first < end else first
-    pos = _skip_blanks(text, after, end)
-    if after > first and after < pos < end and (titled := _link_title(text, pos, end)) > 0:
-        pos = _skip_blanks(text, titled, end)
+    first = markdown.skip_blanks(text, label + 2, end)
+    after = markdown.link_destination(text, first, end) if first < end else first
+    pos = markdown.skip_blanks(text, after, end)
+    if after > first and after < pos < end and (titled := markdown.link_title(text, pos, end)) > 0:
+        pos = markdown.skip_blanks(text, titled, end)
     if pos >= end or text[pos] != ")":
         if strict and pos >= end:
             raise _Undecided
@@ -294,66 +294,6 @@ def _label_end(text: str, at: int, end: int, strict: bool, known: dict[int, int]
     if strict:
         raise _Undecided
     known.update(dict.fromkeys(opened, -1))
-    return -1
-
-
-_BLANKS = frozenset(" \t\n\r")
-
-
-def _skip_blanks(text: str, pos: int, end: int) -> int:
-    while pos < end and text[pos] in _BLANKS:
-        pos += 1
-    return pos
-
-
-def _link_destination(text: str, pos: int, end: int) -> int:
-    """Where a link destination starting at `pos` ends; `pos` when there is none."""
-    start = pos
-    if text[pos] == "<":
-        pos += 1
-        while pos < end:
-            char = text[pos]
-            if char in "\n\r<":
-                return start
-            if char == ">":
-                return pos + 1
-            pos += 2 if char == "\\" and pos + 1 < end else 1
-        return start
-    level = 0
-    while pos < end:
-        char = text[pos]
-        if char == " " or (char < " " and char != "\x00") or char == "\x7f":
-            break  # markdown-it reads a NUL as U+FFFD: part of the destination
-        if char == "\\" and pos + 1 < end:
-            if text[pos + 1] == " ":
-                break
-            pos += 2
-            continue
-        if char == "(":
-            level += 1
-            if level > 32:
-                return start
-        elif char == ")":
-            if level == 0:
-                break
-            level -= 1
-        pos += 1
-    return pos if level == 0 else start
-
-
-def _link_title(text: str, pos: int, end: int) -> int:
-    """After a link title (`"..."`, `'...'` or `(...)`) starting at `pos`; -1 if none."""
-    closer = {'"': '"', "'": "'", "(": ")"}.get(text[pos])
-    if closer is None:
-        return -1
-    pos += 1
-    while pos < end:
-        char = text[pos]
-        if char == closer:
-            return pos + 1
-        if char == "(" and closer == ")":
-            return -1
-        pos += 2 if char == "\\" and pos + 1 < end else 1
     return -1
 
 
@@ -418,46 +358,3 @@ def written_as(link: Link, text: str, target: str) -> str:
     if _ENCODED_BYTE.search(written):  # it was encoded as a URL: encode it all
         return quote(target, safe="/")
     return "".join(_ESCAPED.get(char, char) for char in target)
-
-
-# -- mentions --------------------------------------------------------------------------------
-
-# Scripts written without spaces between words: no word boundary is required next to them.
-_UNSPACED = (  # Thai, Lao, Myanmar, Khmer, kana, CJK ideographs, Hangul
-    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
-)
-_WORD = f"[^\\W_{_UNSPACED}]"
-
-
-def _mention_pattern(phrases: Iterable[str]) -> re.Pattern[str] | None:
-    bodies = []
-    for phrase in phrases:
-        words = phrase.split()
-        if not words:
-            continue
-        left = f"(?<!{_WORD})" if re.match(_WORD, words[0][0]) else ""
-        right = f"(?!{_WORD})" if re.match(_WORD, words[-1][-1]) else ""
-        bodies.append(left + r"\s+".join(re.escape(word) for word in words) + right)
-    return re.compile("|".join(bodies), re.IGNORECASE) if bodies else None
-
-
-def find_mentions(text: str, *phrases: str) -> list[tuple[int, str]]:
-    """Lines where one of `phrases` appears as words in prose (not in code, links or
-    frontmatter), in order."""
-    pattern = _mention_pattern(phrases)
-    if pattern is None or not pattern.search(text):
-        return []
-    page = scan(text, full=True)
-    masked = list(text)
-    for start, end in page.opaque:
-        masked[start:end] = re.sub(r"[^\r\n]", " ", text[start:end])
-    prose = "".join(masked)
-    starts = markdown.line_starts(text)
-    lines = markdown.source_lines(text)
-    found = {
-        bisect_right(starts, m.start())
-        for start, end in page.regions
-        for m in pattern.finditer(prose, start, end)
-    }
-    return [(n, lines[n - 1]) for n in sorted(found)]

@@ -118,3 +118,65 @@ def _fence_end(text: str, run: int, pos: int) -> int:
             return last
         pos = last
     return -1
+
+
+# -- a Markdown link's destination and title, read as markdown-it reads them ------------
+
+_BLANKS = frozenset(" \t\n\r")
+
+
+def skip_blanks(text: str, pos: int, end: int) -> int:
+    while pos < end and text[pos] in _BLANKS:
+        pos += 1
+    return pos
+
+
+def link_destination(text: str, pos: int, end: int) -> int:
+    """Where a link destination starting at `pos` ends; `pos` when there is none."""
+    start = pos
+    if text[pos] == "<":
+        pos += 1
+        while pos < end:
+            char = text[pos]
+            if char in "\n\r<":
+                return start
+            if char == ">":
+                return pos + 1
+            pos += 2 if char == "\\" and pos + 1 < end else 1
+        return start
+    level = 0
+    while pos < end:
+        char = text[pos]
+        if char == " " or (char < " " and char != "\x00") or char == "\x7f":
+            break  # markdown-it reads a NUL as U+FFFD: part of the destination
+        if char == "\\" and pos + 1 < end:
+            if text[pos + 1] == " ":
+                break
+            pos += 2
+            continue
+        if char == "(":
+            level += 1
+            if level > 32:
+                return start
+        elif char == ")":
+            if level == 0:
+                break
+            level -= 1
+        pos += 1
+    return pos if level == 0 else start
+
+
+def link_title(text: str, pos: int, end: int) -> int:
+    """After a link title (`"..."`, `'...'` or `(...)`) starting at `pos`; -1 if none."""
+    closer = {'"': '"', "'": "'", "(": ")"}.get(text[pos])
+    if closer is None:
+        return -1
+    pos += 1
+    while pos < end:
+        char = text[pos]
+        if char == closer:
+            return pos + 1
+        if char == "(" and closer == ")":
+            return -1
+        pos += 2 if char == "\\" and pos + 1 < end else 1
+    return -1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lore_mcp import links
+from lore_mcp import mentions
 from lore_mcp.config import MAX_QUERY_CHARS
 from lore_mcp.errors import InvalidArgumentError, LoreError
 from lore_mcp.models import (
@@ -166,7 +166,7 @@ def _mentions(vault: Vault, slug: str, names_of: list[str]) -> list[Backlink]:
             continue
         found += [
             Backlink(slug=source, title=row.title, line=line, text=line_text.strip())
-            for line, line_text in links.find_mentions(text, *names_of)
+            for line, line_text in mentions.find_mentions(text, *names_of)
         ]
     return found
 
