@@ -14,8 +14,7 @@ from lore_mcp.vault import files
 def test_page_links_skip_same_page_links_attachments_and_empty_targets() -> None:
     text = "[[#Intro]] ![[chart.png]] [[..]]\n  [[./Sub/Note|alias]] and [[Other#Part]]  \n"
     context = "[[./Sub/Note|alias]] and [[Other#Part]]"
-    found = links.scan(text).links
-    assert files.page_links("folder/page", text, found, None) == [
+    assert files.page_links("folder/page", links.scan(text), None) == [
         LinkRow("folder/page", "./Sub/Note", 2, context, "folder/sub/note", True, ""),
         LinkRow("folder/page", "Other", 2, context, "other", False, ""),
     ]

@@ -571,3 +571,19 @@ def test_read_only_state_refuses_writes(vault_dir: Path) -> None:
     with pytest.raises(VaultError, match="read-only"):
         ops.save_page(st, "a", "y")
     st.close()
+
+
+@pytest.mark.slow
+def test_a_pass_read_by_worker_processes_equals_one_read_here(vault_dir: Path) -> None:
+    from lore_mcp.vault import files
+
+    count = files.PARALLEL_FROM + 50
+    for i in range(count):
+        links = f"[[Page {i * 7 % count}]] [[Missing {i % 13}]] [[f{i % 3}/Page {i // 2}]]"
+        write(vault_dir, f"f{i % 7}/Page {i}.md", f"# Page {i}\n\n{links}\n")
+    opened = ops.open_vault(vault_dir, readers=1)
+    try:
+        assert ops.read_page(opened, "Missing 3").is_placeholder
+        assert snapshot(opened) == fresh_snapshot(vault_dir)  # the fresh one reads here
+    finally:
+        opened.close()

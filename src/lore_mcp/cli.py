@@ -297,7 +297,7 @@ def _serve(args: argparse.Namespace) -> int:
     setup_logging(args.log_level or ("INFO" if http else "WARNING"))
     from lore_mcp.server import build_server
 
-    opened = engine.open_vault(vault, scan=False, read_only=args.read_only)
+    opened = engine.open_vault(vault, scan=False, read_only=args.read_only, readers=_readers())
     logging.getLogger(__name__).info(
         "serving %s over %s (watch %s)",
         opened.root,
@@ -344,7 +344,7 @@ def _run(args: argparse.Namespace) -> int:
         since = None if args.since is None else _since(args.since)
         result: BaseModel = audit.read_log(vault.expanduser(), since, args.slug, args.limit)
     elif args.command == "index":
-        opened = engine.open_vault(vault, scan=False)
+        opened = engine.open_vault(vault, scan=False, readers=_readers())
         try:
             with _progress(always=True) as progress:
                 result = engine.index_vault(opened, progress)
@@ -353,7 +353,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         with _progress(always=False) as progress:
             opened = engine.open_vault(
-                vault, read_only=args.command not in WRITES, progress=progress
+                vault, read_only=args.command not in WRITES, progress=progress, readers=_readers()
             )
         try:
             result = _call(opened, args, content)
@@ -363,6 +363,13 @@ def _run(args: argparse.Namespace) -> int:
     if isinstance(result, DoctorReport) and (result.errors or (args.strict and result.warnings)):
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _readers() -> int:
+    """Worker processes that read pages in a pass over many files: one for each CPU this
+    process may use but one, three at most."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(0, min((cpus or 1) - 1, 3))
 
 
 def _since(text: str) -> datetime:

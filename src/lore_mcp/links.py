@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
 from lore_mcp import frontmatter, markdown
@@ -81,11 +81,24 @@ class Scan:
     """What a page holds: its links and tags, in order; the spans (start, end) of its
     text that are not prose (code, HTML, links), and the prose itself."""
 
+    text: str
     links: list[Link] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     opaque: list[tuple[int, int]] = field(default_factory=list)
     regions: markdown.Regions = field(default_factory=list)
     frontmatter_end: int = 0
+    _starts: list[int] = field(default_factory=list, repr=False)
+
+    def line(self, offset: int) -> int:
+        """The 1-based line of an offset in the text."""
+        self._starts = self._starts or markdown.line_starts(self.text)
+        return bisect_right(self._starts, offset)
+
+    def line_text(self, line: int) -> str:
+        """The 1-based line's text, without its line break."""
+        self._starts = self._starts or markdown.line_starts(self.text)
+        end = self._starts[line] if line < len(self._starts) else len(self.text)
+        return self.text[self._starts[line - 1] : end].rstrip("\r\n")
 
 
 def scan(text: str, *, full: bool = False) -> Scan:
@@ -127,7 +140,7 @@ class _Undecided(Exception):
 
 def _frontmatter(text: str, end: int) -> Scan:
     """A scan holding the wiki links of the frontmatter, which ends at `end`."""
-    found = Scan(frontmatter_end=end)
+    found = Scan(text, frontmatter_end=end)
     for match in _WIKI.finditer(text, 0, end):
         _add_wiki(text, match, found)
     return found
@@ -137,8 +150,6 @@ def _read(text: str, regions: markdown.Regions, found: Scan, strict: bool) -> Sc
     found.regions = regions
     for start, end in regions:
         _read_prose(text, start, end, found, strict)
-    starts = markdown.line_starts(text) if found.links else []
-    found.links = [replace(link, line=bisect_right(starts, link.start)) for link in found.links]
     return found
 
 
@@ -235,7 +246,10 @@ def _add_wiki(text: str, match: re.Match[str], found: Scan) -> bool:
     if not target and fragment is None:
         return False
     start = match.start() + prefix + len(head) - len(head.lstrip())
-    link = Link(target, alias.strip() or None, fragment, prefix == 3, 0, start, start + len(target))
+    line = found.line(start)
+    link = Link(
+        target, alias.strip() or None, fragment, prefix == 3, line, start, start + len(target)
+    )
     found.links.append(link)
     found.opaque.append((match.start(), match.end()))
     return True
@@ -310,7 +324,8 @@ def _add_markdown(text: str, at: int, parts: tuple[int, int, int, int, int], fou
         return
     embed = at > 0 and text[at - 1] == "!"
     label = text[at + 1 : label_end].strip() or None
-    link = Link(target, label, unquote(fragment) or None, embed, 0, first, first + len(path), True)
+    heading = unquote(fragment) or None
+    link = Link(target, label, heading, embed, found.line(first), first, first + len(path), True)
     found.links.append(link)
 
 

@@ -23,7 +23,7 @@ from lore_mcp.index.search import SEARCH_SCHEMA, SearchTable
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 CHANGELOG_KEEP = 20_000
 _CHANGES_SCHEMA = "CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, slug TEXT NOT NULL);"
 # What SQLite says of a file that is damaged, as opposed to one that is only busy.

@@ -27,18 +27,10 @@ CREATE INDEX aliases_slug ON aliases(slug);
 CREATE TABLE tags(slug TEXT NOT NULL, tag TEXT NOT NULL);
 CREATE INDEX tags_slug ON tags(slug);
 CREATE INDEX tags_tag ON tags(tag);
-CREATE TABLE names(id INTEGER PRIMARY KEY, key TEXT NOT NULL, slug TEXT NOT NULL);
+CREATE TABLE names(key TEXT NOT NULL, slug TEXT NOT NULL);
 CREATE INDEX names_key ON names(key);
 CREATE INDEX names_slug ON names(slug);
-CREATE VIRTUAL TABLE names_text USING fts5(
-    key, content = 'names', content_rowid = 'id', tokenize = 'trigram'
-);
-CREATE TRIGGER names_added AFTER INSERT ON names BEGIN
-    INSERT INTO names_text(rowid, key) VALUES (new.id, new.key);
-END;
-CREATE TRIGGER names_deleted AFTER DELETE ON names BEGIN
-    INSERT INTO names_text(names_text, rowid, key) VALUES ('delete', old.id, old.key);
-END;
+CREATE VIRTUAL TABLE names_text USING fts5(text, tokenize = 'trigram');
 """
 _COLUMNS = "slug, title, path, size, mtime_ns, hash, bad_utf8"
 _STAMP = "SELECT path, slug, size, mtime_ns, hash FROM pages"
@@ -104,8 +96,18 @@ class PageTable:
         slugs = [row.slug for row in rows]
         self._replace("aliases", slugs, [(s, a) for s in slugs for a in aliases.get(s, ())])
         self._replace("tags", slugs, [(s, t.lower()) for s in slugs for t in tags.get(s, ())])
-        self._set_names([(row.slug, name_keys(row, aliases.get(row.slug, ()))) for row in rows])
-        return self.ids(slugs)
+        names = {row.slug: name_keys(row, aliases.get(row.slug, ())) for row in rows}
+        self._delete_slugs("names", slugs)
+        self._conn.executemany(
+            "INSERT INTO names(key, slug) VALUES (?, ?)",
+            ((key, slug) for slug, keys in names.items() for key in sorted(keys)),
+        )
+        ids = self.ids(slugs)
+        # The trigram table holds one row a page (its id): what substrings are found in.
+        ordered = sorted((ids[slug], "\n".join(sorted(keys))) for slug, keys in names.items())
+        self._conn.executemany("DELETE FROM names_text WHERE rowid = ?", [(i,) for i, _ in ordered])
+        self._conn.executemany("INSERT INTO names_text(rowid, text) VALUES (?, ?)", ordered)
+        return ids
 
     def _replace(self, table: str, slugs: Sequence[str], rows: Sequence[tuple[str, str]]) -> None:
         """The rows of `slugs` in `table` (aliases or tags) become `rows`."""
@@ -141,19 +143,12 @@ class PageTable:
         sql = "SELECT DISTINCT slug FROM tags WHERE tag = ? OR (tag > ? AND tag < ?) ORDER BY slug"
         return [row[0] for row in self._conn.execute(sql, (tag, tag + "/", tag + "0"))]
 
-    def _set_names(self, names: Sequence[tuple[str, set[str]]]) -> None:
-        """The keys each slug is found by in `search_titles`."""
-        slugs = [slug for slug, _ in names]
-        self._delete_slugs("names", slugs)
-        self._conn.executemany(
-            "INSERT INTO names(key, slug) VALUES (?, ?)",
-            ((key, slug) for slug, keys in names for key in sorted(keys)),
-        )
-
     def ids(self, slugs: Sequence[str]) -> dict[str, int]:
         return dict(select_in(self._conn, "SELECT slug, id FROM pages WHERE slug IN ({})", slugs))
 
     def delete(self, slugs: Sequence[str]) -> None:
+        ids = [(i,) for i in self.ids(slugs).values()]
+        self._conn.executemany("DELETE FROM names_text WHERE rowid = ?", ids)
         for table in ("names", "aliases", "tags", "pages"):
             self._delete_slugs(table, slugs)
 
@@ -176,7 +171,7 @@ class PageTable:
         # query only up to a NUL: those are looked for without it).
         if len(part) >= 3 and "\x00" not in part:
             sql = (
-                "SELECT DISTINCT n.slug FROM names_text JOIN names n ON n.id = names_text.rowid "
+                "SELECT p.slug FROM names_text JOIN pages p ON p.id = names_text.rowid "
                 "WHERE names_text MATCH ? LIMIT 500"
             )
             rows = self._conn.execute(sql, ('"' + part.replace('"', '""') + '"',))

@@ -46,6 +46,7 @@ class Vault:
     closed: threading.Event = field(default_factory=threading.Event)
     watcher: Stoppable | None = None
     read_only: bool = False
+    readers: int = 0  # worker processes that read and parse pages in a pass over many files
     max_content_bytes: int = MAX_CONTENT_BYTES
     data_version: int = 0  # the index's, when this process last took in other commits
     generation: int = 0  # counts changes to the graph and slug sets

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import multiprocessing
 import os
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from lore_mcp import frontmatter, links, markdown
+from lore_mcp import frontmatter, links
 from lore_mcp.config import LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
 from lore_mcp.errors import VaultError
 from lore_mcp.index import LinkRow, PageRow
@@ -21,6 +25,8 @@ from lore_mcp.slugs import is_hidden, slug_from_path, slugify, target_key, title
 log = logging.getLogger(__name__)
 
 TEMP_PREFIX = ".lore-tmp-"
+PARALLEL_FROM = 2000  # files; fewer are read here (a worker process takes a moment to start)
+READ_CHUNK = 200
 STALE_TEMP_SECONDS = 3600
 
 
@@ -103,27 +109,24 @@ def parse(
     return Parsed(
         row,
         text[properties.end :],
-        page_links(slug, text, found.links, others),
+        page_links(slug, found, others),
         properties.aliases,
         list(dict.fromkeys(tag for tag in [*properties.tags, *found.tags])),
         properties.error,
     )
 
 
-def page_links(
-    slug: str, text: str, written: list[links.Link], others: OtherFiles | None
-) -> list[LinkRow]:
+def page_links(slug: str, page: links.Scan, others: OtherFiles | None) -> list[LinkRow]:
     """The links of page `slug` that can be graph edges, in order: not to a heading of
     the same page, not to an attachment, with a page-like target."""
     found: list[LinkRow] = []
-    lines = markdown.source_lines(text) if written else []
-    for link in written:
+    for link in page.links:
         if link.is_same_page or link.is_attachment or (others and others.holds(link.target)):
             continue
         key = target_key(link.target, slug)
         if key is None:
             continue
-        context = lines[link.line - 1].strip()[:MAX_CONTEXT_CHARS]
+        context = page.line_text(link.line).strip()[:MAX_CONTEXT_CHARS]
         found.append(LinkRow(slug, link.target, link.line, context, key.path, key.exact, ""))
     return found
 
@@ -147,6 +150,38 @@ def read_page_file(root: Path, rel_path: str, others: OtherFiles | None = None) 
         log.warning("skipping %s: %s", rel_path, exc)
         return None
     return parse(rel_path, data, st.st_size, st.st_mtime_ns, others)
+
+
+def read_many(
+    root: Path, rel_paths: Sequence[str], others: OtherFiles | None, readers: int
+) -> Iterator[tuple[str, Parsed | None]]:
+    """`read_page_file` for many files, in order. With many files and `readers` above
+    0, that many worker processes read and parse them while this process takes in what
+    they give back (reading and parsing is about half the work of a first index). If a
+    worker fails to start or dies, the rest is read here."""
+    if len(rel_paths) < PARALLEL_FROM or readers < 1:
+        yield from ((rel, read_page_file(root, rel, others)) for rel in rel_paths)
+        return
+    chunks = [rel_paths[i : i + READ_CHUNK] for i in range(0, len(rel_paths), READ_CHUNK)]
+    done = 0
+    try:
+        with ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            pending: deque[Future[list[tuple[str, Parsed | None]]]] = deque()
+            for chunk in chunks:  # only a few chunks ahead, so memory holds only those
+                pending.append(pool.submit(_read_chunk, root, chunk, others))
+                while len(pending) > 2 * readers or (chunk is chunks[-1] and pending):
+                    for found in pending.popleft().result():
+                        yield found
+                        done += 1
+    except (BrokenProcessPool, OSError) as exc:
+        log.warning("reading pages in worker processes failed (%s); reading the rest here", exc)
+        yield from ((rel, read_page_file(root, rel, others)) for rel in rel_paths[done:])
+
+
+def _read_chunk(
+    root: Path, rel_paths: Sequence[str], others: OtherFiles | None
+) -> list[tuple[str, Parsed | None]]:
+    return [(rel, read_page_file(root, rel, others)) for rel in rel_paths]
 
 
 def spelled_on_disk(root: Path, rel: str) -> str:

@@ -28,16 +28,19 @@ def open_vault(
     scan: bool = True,
     read_only: bool = False,
     progress: sync.Progress | None = None,
+    readers: int = 0,
 ) -> Vault:
     """Open a vault: its index (rebuilt if missing, outdated or damaged) and, unless
     `scan` is false, an incremental index pass (see `index_vault`). With `scan` false
     that is left to `index_vault`, which a server runs in the background; operations
-    wait for it."""
+    wait for it. `readers` worker processes read the pages of a pass over many files
+    (the program that asks for them must start from a module guarded by
+    `if __name__ == "__main__"`, as multiprocessing requires)."""
     root = Path(root).expanduser()
     if not root.is_dir():
         raise VaultError(f"The vault folder {str(root)!r} does not exist or is not a folder.")
     root = root.resolve()
-    vault = Vault(root=root, index=open_index(root), read_only=read_only)
+    vault = Vault(root=root, index=open_index(root), read_only=read_only, readers=readers)
     if scan:
         index_vault(vault, progress)
     return vault

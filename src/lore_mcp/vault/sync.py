@@ -20,7 +20,7 @@ from lore_mcp.index import FileStamp, LinkRow, PageRow
 from lore_mcp.models import SyncReport
 from lore_mcp.slugs import Key, resolve, slug_from_path, suffixes
 from lore_mcp.vault.core import Vault
-from lore_mcp.vault.files import OtherFiles, Parsed, Stamp, inside, read_page_file, scan_files
+from lore_mcp.vault.files import OtherFiles, Parsed, Stamp, inside, read_many, scan_files
 
 log = logging.getLogger(__name__)
 
@@ -292,8 +292,11 @@ def _sync_unguarded(
     vanished: list[str] = []
 
     def pages() -> Iterator[Parsed]:
-        for done, (rel, slug) in enumerate(sorted(plan.todo.items()), 1):
-            page = read_page_file(vault.root, rel, vault.others)
+        todo = sorted(plan.todo)
+        for done, (rel, page) in enumerate(
+            read_many(vault.root, todo, vault.others, vault.readers), 1
+        ):
+            slug = plan.todo[rel]
             old = plan.known.get(rel)
             if page is None:
                 vanished.append(slug)
