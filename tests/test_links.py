@@ -232,6 +232,7 @@ _BRACKET_STORMS = (
 )
 
 
+@pytest.mark.slow
 def test_pages_full_of_brackets_are_read_in_one_pass() -> None:
     """Unclosed brackets, parens and comments are each read once, not once per opener
     (which made a 30 KB page take seconds, and a megabyte one hours). A child process

@@ -160,12 +160,14 @@ def _read_prose(text: str, start: int, end: int, found: Scan, strict: bool) -> N
     skip_from, skip_to = -1, -1  # a Markdown link's destination: not prose
     labels: dict[int, int] = {}  # what `_label_end` found, so no label is read twice
     comment_close = -2  # where the next `-->` starts; -1: there is none; -2: not looked
+    limit = end if not strict else -1  # where the line being read ends
     while (special := _SPECIAL.search(text, pos, end)) is not None:
         at = special.start()
         if skip_from <= at < skip_to:
             pos = skip_to
             continue
-        limit = markdown.line_end(text, at, end) if strict else end
+        if at > limit:
+            limit = markdown.line_end(text, at, end)
         char = text[at]
         if char == "\\":
             pos = at + 2 if at + 1 < end and text[at + 1] in _ESCAPABLE else at + 1
