@@ -244,10 +244,10 @@ def _editable(target: names.Target, current: bytes | None, edit: edits.Edit) -> 
         return current.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidArgumentError(
-            f"{target.rel!r} is not valid UTF-8 (byte {exc.start} does not decode), so "
-            f"mode={edit.mode!r} cannot change it without replacing such bytes with U+FFFD; "
-            "nothing was written. Save the page whole with mode='replace' (the history "
-            "keeps its bytes as they were), or fix its encoding in an editor."
+            f"{target.rel!r} is not valid UTF-8 (the byte at offset {exc.start} does not "
+            f"decode), so mode={edit.mode!r} cannot change it without replacing such bytes "
+            "with U+FFFD; nothing was written. Save the page whole with mode='replace' "
+            "(the history keeps its bytes as they were), or fix its encoding in an editor."
         ) from None
 
 
