@@ -21,13 +21,14 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lore_mcp.config import MAX_FILE_BYTES
 from lore_mcp.markdown import BREAK
 from lore_mcp.models import PageView
 
 Draw = Callable[[Any], str]
 
 LIST_SHARE = 4  # a page read in parts keeps 1/LIST_SHARE of the room for its lists
-LARGEST = 10**10 - 1  # stands for any line, column or count when the frame is measured
+LARGEST = MAX_FILE_BYTES  # no line, column or count of a part is larger
 MIN_ROOM = 256
 
 # What JSON escapes: a quote, a backslash, control characters (as \n, or as \u0000).
@@ -203,28 +204,22 @@ def _largest(count: int, ok: Callable[[int], bool]) -> int:
 
 
 def _note(part: PageView, cut: dict[str, tuple[int, int]], dropped: bool) -> str | None:
-    """What the part holds and how to read on; what was left out and where it is."""
+    """Which part this is and how to read on; what was left out and where it is."""
     sentences: list[str] = []
-    if part.parts > 1 or part.next_offset is not None:
-        lines = f"{part.offset + 1}-{part.last_line} of {part.total_lines}"
-        whole = "the page" if not (part.offset or part.column) else "the rest of the page"
-        sentences.append(
-            f"Lines {lines} are shown: part 1 of "
-            f"{part.parts} of {whole}, read in parts to fit the size limit."
-        )
+    if part.next_offset is not None:
+        here = "" if not (part.offset or part.column) else " from here"
         column = f", column={part.next_column}" if part.next_column else ""
-        sentences.append(
-            f"To read on, call read_page again with offset={part.next_offset}{column}. "
-            "Change a page read in parts with save_page's modes append, prepend, edit or "
-            "section; a replace must send all of it."
-        )
+        sentences += [
+            f"Part 1 of {part.parts}{here}, to fit the size limit: lines "
+            f"{part.offset + 1}-{part.last_line} of {part.total_lines}.",
+            f"Read on with offset={part.next_offset}{column}.",
+            "To change the page, prefer save_page's append, prepend, edit or section modes "
+            "(a replace must send every part).",
+        ]
     if cut:
         labels = dict(_LISTS)
         shown = ", ".join(f"{k} of {n} {labels[field]}" for field, (k, n) in cut.items())
-        sentences.append(
-            f"To fit the size limit, only {shown} are shown; get_backlinks lists every "
-            "page linking here, get_graph where the links lead."
-        )
+        sentences.append(f"Only {shown} fit; get_backlinks lists every backlink.")
     if dropped:
-        sentences.append("The properties are left out: they are in the page's frontmatter.")
+        sentences.append("The properties are left out: they are in the frontmatter.")
     return " ".join(sentences) or None
