@@ -82,7 +82,7 @@ def test_prepend_goes_after_the_frontmatter(old: str, addition: str, new: str) -
     assert edits.prepend(old, addition) == new
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     st.text(alphabet="ab \n\r\ufeff-#", max_size=30),
     st.text(alphabet="xy \n\r", min_size=1, max_size=10),

@@ -40,7 +40,7 @@ def draw_page(view: PageView) -> str:
 # -- where parts end --------------------------------------------------------------------------
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.text(st.characters(codec="utf-8"), max_size=120),
     st.integers(0, 120),
@@ -98,7 +98,7 @@ def pages(draw: st.DrawFn, long_lines: int = 2500) -> str:
     return ("\ufeff" if draw(st.booleans()) else "") + body
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(pages(long_lines=800), st.integers(64, 3000))
 def test_reading_on_from_a_cut_gives_the_same_cuts(page: str, room: int) -> None:
     ends = parts.cuts(page, room)
@@ -164,7 +164,7 @@ def check_round_trip(state: Vault, page: str, limit: int) -> list[PageView]:
     return found
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(page=pages())
 def test_random_pages_read_in_parts_are_the_file(fans: Vault, page: str) -> None:
     check_round_trip(fans, page, LIMIT)
