@@ -138,7 +138,10 @@ def test_sections_are_found_by_markdown_structure() -> None:
 
 def test_section_refuses_unknown_or_ambiguous_headings() -> None:
     page = "# A\n## Notes\nx\n# B\n## Notes\ny\n"
-    with pytest.raises(InvalidArgumentError, match=r"matches 2 headings.*line 2.*line 5"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"matches 2 headings \(on lines 2, 5\).*Its headings: # A \(line 1\)",
+    ):
         edits.replace_section(page, "Notes", "z")
     with pytest.raises(InvalidArgumentError, match="no heading '### A'"):
         edits.replace_section(page, "### A", "z")

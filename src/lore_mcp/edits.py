@@ -203,24 +203,23 @@ def find_section(text: str, heading: str) -> tuple[markdown.Heading, int]:
 def _no_section(
     text: str, heading: str, matches: list[markdown.Heading], found: list[markdown.Heading]
 ) -> str:
+    if not found:
+        return f"The page has no headings, so there is no section {heading!r}. Nothing was written."
     starts = markdown.line_starts(text)
 
     def named(h: markdown.Heading) -> str:
         return f"{'#' * h.level} {h.title} (line {_line_of(starts, h.start)})"
 
-    if matches:
-        return (
-            f"heading {heading!r} matches {len(matches)} headings: "
-            f"{'; '.join(map(named, matches))}. Nothing was written. Give its level "
-            "('## Title') if that tells them apart; else change the text with mode='edit'."
-        )
-    if not found:
-        return f"The page has no headings, so there is no section {heading!r}. Nothing was written."
     listed = "; ".join(map(named, found[:SHOWN_HEADINGS]))
     more = f"; and {len(found) - SHOWN_HEADINGS} more" if len(found) > SHOWN_HEADINGS else ""
+    headings = f"Its headings: {listed}{more}."
+    if not matches:
+        return f"The page has no heading {heading!r}, so nothing was written. {headings}"
+    lines = ", ".join(str(_line_of(starts, h.start)) for h in matches)
     return (
-        f"The page has no heading {heading!r}, so nothing was written. Its headings: "
-        f"{listed}{more}."
+        f"heading {heading!r} matches {len(matches)} headings (on lines {lines}), so nothing "
+        f"was written. {headings} Give its level ('## Title') if that tells them apart; "
+        "else change the text with mode='edit'."
     )
 
 
