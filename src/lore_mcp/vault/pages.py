@@ -219,19 +219,18 @@ def save_page(
     change is kept in the history and recorded in the audit log."""
     edit = edits.Edit(mode, content, old_text, heading)
     with writing(vault):
-        encode(vault, content)
+        data = encode(vault, content)
         target = _target(vault, name)
         current = current_bytes(vault, target.rel)
         check_expected(target.rel, current, expected_hash)
-        data = encode(vault, edits.apply(edit, _editable(target, current, edit)))
+        if edit.partial:
+            data = encode(vault, edits.apply(edit, _editable(target, current, edit)))
         return _put(vault, target, current, data, Write("save_page", door, mode))
 
 
 def _editable(target: names.Target, current: bytes | None, edit: edits.Edit) -> str:
-    """The text an edit changes: the file's, which must be there (for edit and section)
-    and be UTF-8 (for every mode but replace, which does not read it)."""
-    if not edit.partial:
-        return ""
+    """The text a partial edit changes: the file's, which must be UTF-8, and for edit and
+    section must be there."""
     if current is None:
         if edit.mode in ("append", "prepend"):
             return ""
