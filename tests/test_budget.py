@@ -21,7 +21,7 @@ from lore_mcp import vault as engine
 from lore_mcp.config import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from lore_mcp.errors import InvalidArgumentError
 from lore_mcp.links import extract_links
-from lore_mcp.markdown import split_lines
+from lore_mcp.markdown import headings, split_lines
 from lore_mcp.models import Budgeted, PageView
 from lore_mcp.server import build_server
 
@@ -118,7 +118,7 @@ def test_line_numbers_agree_with_link_lines() -> None:
 
 def test_headings_in_fences_are_not_headings() -> None:
     page = "# Top\ntext\n```\n# not\n```\n## Next\n~~~~\n# no\n~~~\n# still no\n~~~~\n#tag\n"
-    assert budget.heading_lines(split_lines(page)) == [0, 5]
+    assert [(h.level, h.title) for h in headings(page)] == [(1, "Top"), (2, "Next")]
 
 
 # -- the policies, without a server -------------------------------------------------------
@@ -128,10 +128,10 @@ def page_text(view: PageView) -> str:
     return render.noted(render.page(view), view)
 
 
-def fitted_page(root: Path, name: str, offset: int, limit: int) -> PageView:
+def fitted_page(root: Path, name: str, at: tuple[int, int], limit: int) -> PageView:
     state = engine.open_vault(root)
     try:
-        view, text = budget.fit(engine.read_page(state, name, offset), page_text, limit)
+        view, text = budget.fit(engine.read_page(state, name, *at), page_text, limit)
     finally:
         state.close()
     assert budget.fits(view, page_text, limit)
@@ -139,12 +139,13 @@ def fitted_page(root: Path, name: str, offset: int, limit: int) -> PageView:
     return view
 
 
-def read_all(read: Callable[[int], PageView]) -> list[PageView]:
-    """Every part of a page, following next_offset."""
-    parts = [read(0)]
+def read_all(read: Callable[[tuple[int, int]], PageView]) -> list[PageView]:
+    """Every part of a page, following next_offset and next_column."""
+    parts = [read((0, 0))]
     while (next_offset := parts[-1].next_offset) is not None:
-        assert next_offset > parts[-1].offset
-        parts.append(read(next_offset))
+        at = (next_offset, parts[-1].next_column or 0)
+        assert at > (parts[-1].offset, parts[-1].column)
+        parts.append(read(at))
     return parts
 
 
@@ -160,23 +161,21 @@ def test_a_small_result_is_left_as_it_is(big_dir: Path) -> None:
 
 
 def test_a_page_without_headings_is_cut_at_line_breaks(big_dir: Path) -> None:
-    parts = read_all(lambda offset: fitted_page(big_dir, "Plain", offset, 3000))
+    parts = read_all(lambda at: fitted_page(big_dir, "Plain", at, 3000))
     assert len(parts) > 10
     assert all(p.content.endswith("\n") for p in parts)
     assert all(p.truncated and p.note for p in parts[:-1])
     assert "".join(p.content for p in parts) == (big_dir / "Plain.md").read_text()
 
 
-def test_a_line_longer_than_the_limit_shows_its_start(big_dir: Path) -> None:
-    first = fitted_page(big_dir, "Wide", 0, 5000)
-    assert first.next_offset == 1 and first.truncated
-    assert first.note is not None and "Line 1 alone is over the size limit" in first.note
-    line = (big_dir / "Wide.md").read_text().split("\n")[0]
-    assert line.startswith(first.content) and first.content.endswith("word")
-    assert len(first.content) > 2000
-    rest = fitted_page(big_dir, "Wide", 1, 5000)
-    assert rest.content == "after the wide line\n" and rest.next_offset is None
-    assert rest.truncated is False
+def test_a_line_longer_than_the_limit_is_read_in_parts(big_dir: Path) -> None:
+    parts = read_all(lambda at: fitted_page(big_dir, "Wide", at, 5000))
+    first = parts[0]
+    assert (first.next_offset, first.parts) == (0, len(parts)) and first.truncated
+    assert first.next_column == len(first.content) and first.content.endswith("word ")
+    assert first.note is not None and f"column={first.next_column}" in first.note
+    assert "".join(p.content for p in parts) == (big_dir / "Wide.md").read_text()
+    assert parts[-1].content.endswith("after the wide line\n")
 
 
 def test_read_page_offset_slices_lines(big_dir: Path) -> None:
@@ -188,6 +187,8 @@ def test_read_page_offset_slices_lines(big_dir: Path) -> None:
         assert len(view.links) == 0
         with pytest.raises(InvalidArgumentError, match="has 1500 lines"):
             engine.read_page(state, "Plain", 1500)
+        with pytest.raises(InvalidArgumentError, match="column=70 is past the end of line 2"):
+            engine.read_page(state, "Plain", 1, 70)
     finally:
         state.close()
 
@@ -223,6 +224,7 @@ async def test_a_long_page_is_cut_at_headings_and_reads_on(small: Client) -> Non
         assert_within(result, 6000)
         part = data(result)
         parts.append(part)
+        assert part["column"] == 0 and part["next_column"] in (0, None)
         first, last = part["offset"] + 1, part["next_offset"] or part["total_lines"]
         assert text(result).count(f"lines: {first}-{last} of {part['total_lines']}") == 1
         assert all(first <= link["line"] <= last for link in part["links"])
@@ -230,21 +232,20 @@ async def test_a_long_page_is_cut_at_headings_and_reads_on(small: Client) -> Non
             break
         assert f"offset={part['next_offset']}" in shrunk(result)
         offset = part["next_offset"]
-    assert len(parts) > 5
+    assert len(parts) > 5 and parts[0]["parts"] == len(parts)
     assert all(p["content"].startswith("## Section") for p in parts[1:])
     assert "".join(p["content"] for p in parts) == long_page()
 
 
-async def test_backlinks_take_at_most_half_the_limit(big_dir: Path, mode: str) -> None:
-    async with connect(big_dir, mode, 4000) as client:
+async def test_the_page_text_comes_before_its_backlinks(big_dir: Path, mode: str) -> None:
+    async with connect(big_dir, mode, 6000) as client:
         result = await call(client, "read_page", slug="hub")
-    assert_within(result, 4000)
+    assert_within(result, 6000)
     note = shrunk(result)
-    assert "backlinks" in note and f"of {PEOPLE} backlinks" in note
+    assert f"of {PEOPLE} backlinks" in note and "get_backlinks" in note
     page = data(result)
-    assert 0 < len(page["backlinks"]) < PEOPLE
-    assert page["content"].startswith("# Hub\n\n- [[Missing 0]]\n")
-    assert page["next_offset"] is not None
+    assert len(page["backlinks"]) < PEOPLE and page["next_offset"] is None
+    assert page["content"] == (big_dir / "hub.md").read_text()
 
 
 async def test_offset_past_the_end_is_an_error(small: Client) -> None:

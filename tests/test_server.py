@@ -83,7 +83,7 @@ async def test_tools_have_schemas_and_annotations(client: Client) -> None:
         if (hints := tools[name].annotations) is not None
     }
     assert writes == {
-        "save_page": (True, True),
+        "save_page": (True, False),  # append and prepend are not idempotent
         "delete_page": (True, True),
         "rename_page": (False, False),
     }
@@ -362,9 +362,9 @@ async def test_tool_calls_run_off_the_event_loop(
     seen: list[threading.Thread] = []
     real = engine.read_page
 
-    def spy(vault: Vault, slug: str, offset: int = 0) -> Any:
+    def spy(vault: Vault, slug: str, offset: int = 0, column: int = 0) -> Any:
         seen.append(threading.current_thread())
-        return real(vault, slug, offset)
+        return real(vault, slug, offset, column)
 
     monkeypatch.setattr(engine, "read_page", spy)
     await ok(client, "read_page", slug="index")

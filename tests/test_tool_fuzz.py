@@ -78,8 +78,14 @@ wrong = st.one_of(
 limits = st.integers(-1, 120)
 
 TOOLS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
-    "read_page": {"slug": names},
-    "save_page": {"slug": names, "content": contents},
+    "read_page": {"slug": names, "offset": st.integers(-1, 3), "column": st.integers(-1, 12)},
+    "save_page": {
+        "slug": names,
+        "content": contents,
+        "mode": st.sampled_from(["replace", "append", "prepend", "edit", "section", "bogus"]),
+        "old_text": st.one_of(st.none(), st.none(), st.sampled_from(["Beta", "[[", "", "e"])),
+        "heading": st.one_of(st.none(), st.none(), st.sampled_from(["Head", "## Head", "#"])),
+    },
     "delete_page": {"slug": names},
     "rename_page": {"slug": names, "new_name": names},
     "list_pages": {

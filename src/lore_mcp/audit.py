@@ -57,6 +57,9 @@ class AuditRecord(BaseModel):
     time: str = Field(default_factory=_now, description="UTC, ISO 8601, milliseconds")
     door: str = Field(description="mcp, cli or api: who asked for the write")
     tool: str = Field(description="save_page, delete_page or rename_page")
+    mode: str | None = Field(
+        default=None, description="save_page: replace, append, prepend, edit or section"
+    )
     pid: int = Field(default_factory=os.getpid, description="The writing process")
     slug: str = Field(description="The page written (after a rename: its new slug)")
     path: str = Field(description="Its vault-relative file")

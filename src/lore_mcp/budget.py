@@ -4,9 +4,7 @@ Whatever a tool returns ends up in the agent's context, so a result over the lim
 shrunk by its tool's policy (never cut blindly), marked `truncated`, and its `note` says
 what was left out and how to get the rest:
 
-- read_page: the page up to the last heading (else line break) that fits, the links on
-  the lines shown, and `next_offset` to read on; backlinks take at most half the limit.
-  (A single line longer than the limit shows only its start: offsets count lines.)
+- read_page: the page in exact parts, its text first (see `parts`).
 - search: the snippets of the last hits go first, then hits from the tail.
 - list_pages: fewer rows, and `next_offset` pages on.
 - get_graph: a neighbourhood keeps its nearest pages and the links among them; the
@@ -21,13 +19,12 @@ model's text; both that text and the model's JSON must fit.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from lore_mcp.markdown import split_lines
+from lore_mcp import parts
 from lore_mcp.models import (
     Backlink,
     Backlinks,
@@ -52,28 +49,6 @@ CLIPPED_LINE_CHARS = 200
 M = TypeVar("M", bound=BaseModel)
 Fits = Callable[[Any], bool]
 
-_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
-
-
-# -- lines ----------------------------------------------------------------------------
-
-
-def heading_lines(lines: Sequence[str]) -> list[int]:
-    """Indexes of the ATX heading lines (`## Title`) outside fenced code."""
-    found: list[int] = []
-    fence = ""
-    for i, line in enumerate(lines):
-        bare = line.rstrip("\r\n")
-        if fence:
-            if bare.strip().startswith(fence) and not bare.strip().strip(fence[0]):
-                fence = ""
-        elif (opening := _FENCE.match(bare)) is not None:
-            fence = opening.group(1)
-        elif _HEADING.match(bare):
-            found.append(i)
-    return found
-
 
 # -- the entry point ------------------------------------------------------------------
 
@@ -95,6 +70,12 @@ def fit(result: M, text: Callable[[M], str], limit: int) -> tuple[M, str]:
     """`result` itself when it fits in `limit` characters, else a copy shrunk by its
     tool's policy, with `truncated` set and a `note` on how to get the rest; and its
     text (drawn once, as most results fit)."""
+    if isinstance(result, PageView):
+        part = cast(M, parts.fit_page(result, text, limit))
+        drawn = _drawn_within(part, text, limit)
+        if drawn is None:
+            log.warning("a part of %s is still over the %d-character limit", result.slug, limit)
+        return part, text(part) if drawn is None else drawn
     drawn = _drawn_within(result, text, limit)
     if drawn is not None:
         return result, drawn
@@ -118,8 +99,6 @@ def _shrink(result: Budgeted, text: Callable[[Any], str], limit: int) -> Budgete
         return fits(model, text, limit)
 
     match result:
-        case PageView():
-            return _page(result, ok, lambda model: fits(model, text, limit // 2))
         case SearchResults():
             return _search(result, ok)
         case PageList():
@@ -208,83 +187,6 @@ def _clip(text: str, limit: int = CLIPPED_LINE_CHARS) -> str:
         return text
     cut = text.rfind(" ", 0, limit)
     return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
-
-
-# -- read_page ------------------------------------------------------------------------
-
-
-def _page(view: PageView, ok: Fits, half: Fits) -> PageView:
-    """Backlinks in at most half the room; then the content up to the last heading (or
-    line break) that fits, with the links on the lines shown and the offset to read on."""
-    lists = [("backlinks", "backlinks"), ("alternatives", "alternatives")]
-    bare = view.model_copy(update={"content": "", "links": []})
-    frame, cut = _trim_lists(bare, lists, half)
-    listed = f" Of the lists, only {', '.join(cut)} are shown." if cut else ""
-    lines = split_lines(view.content)
-
-    def build(k: int) -> PageView:
-        return _page_part(frame, view, lines, k, listed)
-
-    kept = _largest(len(lines), lambda k: ok(build(k)))
-    if kept == 0 and lines:
-        return _long_line(frame, view, lines, ok, listed)
-    return build(kept if kept == len(lines) else _at_heading(lines, kept))
-
-
-def _page_part(frame: PageView, view: PageView, lines: list[str], k: int, listed: str) -> PageView:
-    """The first `k` lines of the content, with the links written on them."""
-    first, last = view.offset + 1, view.offset + k
-    links = [link for link in view.links if first <= link.line <= last]
-    next_offset = last if k < len(lines) else None
-    note = f"Lines {first}-{last} of {view.total_lines} are shown"
-    if next_offset is not None:
-        note += (
-            "; the page was cut to fit the size limit. To read on, call read_page again "
-            f"with offset={next_offset}"
-        )
-    if len(links) < len(view.links):
-        note += "; links lists the links on these lines only"
-    part = frame.model_copy(
-        update={"content": "".join(lines[:k]), "links": links, "next_offset": next_offset}
-    )
-    return _noted(part, note + "." + listed)
-
-
-def _at_heading(lines: list[str], kept: int) -> int:
-    """Where to cut: before the last heading among the lines that fit, unless that
-    keeps less than half of them; else after the last line that fits."""
-    heads = [h for h in heading_lines(lines[: kept + 1]) if 0 < h <= kept]
-    if heads:
-        size = sum(len(line) for line in lines[:kept])
-        if 2 * sum(len(line) for line in lines[: heads[-1]]) >= size:
-            return heads[-1]
-    return kept
-
-
-def _long_line(
-    frame: PageView, view: PageView, lines: list[str], ok: Fits, listed: str
-) -> PageView:
-    """The first line alone is over the limit: its start, cut at a word break."""
-    line = lines[0]
-    next_offset = view.offset + 1 if len(lines) > 1 else None
-    read_on = (
-        f" To read on, call read_page again with offset={next_offset}."
-        if next_offset is not None
-        else ""
-    )
-
-    def build(chars: int) -> PageView:
-        note = (
-            f"Line {view.offset + 1} alone is over the size limit: only its first {chars:,} "
-            f"of {len(line):,} characters are shown, and the rest of it cannot be; links is "
-            "left empty."
-        )
-        part = frame.model_copy(update={"content": line[:chars], "next_offset": next_offset})
-        return _noted(part, note + read_on + listed)
-
-    chars = _largest(len(line), lambda c: ok(build(c)))
-    space = line.rfind(" ", 0, chars)
-    return build(space if space > chars * 4 // 5 else chars)
 
 
 # -- search, listing, backlinks ---------------------------------------------------------

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
     from lore_mcp.http import HttpOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
-WRITES = frozenset({"save", "rename", "delete", "restore"})
+WRITES = frozenset({"save", "append", "prepend", "edit", "rename", "delete", "restore"})
+STDIN_WRITES = frozenset({"save", "append", "prepend", "edit"})
 MAX_LIMIT = 1000
 # Engine messages are written for the agent and name its tools; people get commands.
 TOOL_COMMANDS = {
@@ -124,7 +126,7 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     limit = _number(1, MAX_LIMIT)
     p = command("index", "build or update the index, then summarise the vault")
     p.add_argument("vault_arg", nargs="?", metavar="VAULT", help="the vault (or --vault)")
-    command("read", "print a page's Markdown as it is on disk").add_argument("name")
+    command("read", "print a page's file, byte for byte").add_argument("name")
     p = command("search", "full-text search, best first")
     p.add_argument("query")
     p.add_argument("--limit", type=limit, default=10, help="at most N hits (default 10)")
@@ -142,7 +144,7 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     p = command("graph", "a page's neighbourhood, or without a name the vault's shape")
     p.add_argument("name", nargs="?")
     p.add_argument("--depth", type=_number(1, 3), default=1, help="hops, 1 to 3 (default 1)")
-    command("save", "create or overwrite a page with the content on stdin").add_argument("name")
+    _page_writes(command)
     p = command("rename", "rename or move a page and rewrite the links to it")
     p.add_argument("name")
     p.add_argument("new_name", metavar="NEW", help="a new title, or folder/New Title")
@@ -169,6 +171,20 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     _serving_options(p)
     p.add_argument("--version", action="version", version=f"lore-mcp {__version__}")
     return parser
+
+
+def _page_writes(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """The commands that write a page with the content on stdin."""
+    p = command("save", "create or overwrite a page with the content on stdin")
+    p.add_argument("name")
+    p.add_argument("--section", metavar="HEADING", help="replace only the body under HEADING")
+    p = command("append", "add the content on stdin at the end of a page (made if missing)")
+    p.add_argument("name")
+    p = command("prepend", "add the content on stdin at the start of a page, after its frontmatter")
+    p.add_argument("name")
+    p = command("edit", "replace the one occurrence of TEXT in a page with the content on stdin")
+    p.add_argument("name")
+    p.add_argument("--old", required=True, metavar="TEXT", help="the exact text (found once)")
 
 
 def _common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
@@ -339,10 +355,11 @@ def _http_options(args: argparse.Namespace) -> HttpOptions | None:
 
 def _run(args: argparse.Namespace) -> int:
     vault = _vault_path(args)
-    content = _stdin_text() if args.command == "save" else None
+    content = _stdin_text(args.command) if args.command in STDIN_WRITES else None
     if args.command == "log":
         since = None if args.since is None else _since(args.since)
-        result: BaseModel = audit.read_log(vault.expanduser(), since, args.slug, args.limit)
+        result: BaseModel | _Source
+        result = audit.read_log(vault.expanduser(), since, args.slug, args.limit)
     elif args.command == "index":
         opened = engine.open_vault(vault, scan=False, readers=_readers())
         try:
@@ -379,11 +396,21 @@ def _since(text: str) -> datetime:
         raise UsageError(str(exc)) from None
 
 
-def _call(vault: engine.Vault, args: argparse.Namespace, content: str | None) -> BaseModel:
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """What `lore read` prints: the page's file as it is (the page as read with --json)."""
+
+    page: PageView
+    data: bytes | None
+
+
+def _call(
+    vault: engine.Vault, args: argparse.Namespace, content: str | None
+) -> BaseModel | _Source:
     """The one engine operation the command names."""
     match args.command:
         case "read":
-            return engine.read_page(vault, args.name)
+            return _Source(*engine.read_source(vault, args.name))
         case "search":
             return engine.search(vault, args.query, args.limit)
         case "titles":
@@ -394,8 +421,18 @@ def _call(vault: engine.Vault, args: argparse.Namespace, content: str | None) ->
             return engine.list_pages(vault, args.folder, args.placeholders, args.offset, args.limit)
         case "graph":
             return engine.get_graph(vault, args.name, args.depth)
+        case "save" if args.section is not None:
+            return engine.save_page(
+                vault, args.name, content or "", mode="section", heading=args.section, door="cli"
+            )
         case "save":
             return engine.save_page(vault, args.name, content or "", door="cli")
+        case "append" | "prepend":
+            return engine.save_page(vault, args.name, content or "", mode=args.command, door="cli")
+        case "edit":
+            return engine.save_page(
+                vault, args.name, content or "", mode="edit", old_text=args.old, door="cli"
+            )
         case "rename":
             return engine.rename_page(vault, args.name, args.new_name, door="cli")
         case "delete":
@@ -412,10 +449,10 @@ def _call(vault: engine.Vault, args: argparse.Namespace, content: str | None) ->
 # -- input and output -------------------------------------------------------------------
 
 
-def _stdin_text() -> str:
+def _stdin_text(command: str) -> str:
     """The page content piped in, exactly as sent (no newline translation)."""
     if sys.stdin is None:
-        raise InvalidArgumentError("lore save reads the page from stdin, and there is none.")
+        raise InvalidArgumentError(f"lore {command} reads from stdin, and there is none.")
     if sys.stdin.isatty():
         print("lore: reading the page from stdin; end it with Ctrl-D", file=sys.stderr)
     data: bytes = sys.stdin.buffer.read()
@@ -429,17 +466,24 @@ def _stdin_text() -> str:
 
 def _write(text: str) -> None:
     """Text to stdout as UTF-8 bytes, whatever the locale, with no newline translation."""
+    _write_bytes(text.encode("utf-8"))
+
+
+def _write_bytes(data: bytes) -> None:
     sys.stdout.flush()
-    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
 
 
-def _print(result: BaseModel, as_json: bool) -> None:
-    if as_json:
+def _print(result: BaseModel | _Source, as_json: bool) -> None:
+    if isinstance(result, _Source):
+        if as_json:
+            _write(result.page.model_dump_json(indent=2) + "\n")
+        else:
+            _write_bytes(result.data or b"")
+            _page_notes(result.page)
+    elif as_json:
         _write(result.model_dump_json(indent=2) + "\n")
-    elif isinstance(result, PageView):
-        _write(result.content)
-        _page_notes(result)
     else:
         draw: display.Draw = (
             partial(display.doctor, result)
@@ -462,6 +506,12 @@ def _page_notes(page: PageView) -> None:
         )
     if page.alternatives:
         print(f"lore: the name also matches {', '.join(page.alternatives)}.", file=sys.stderr)
+    if page.encoding_errors:
+        print(
+            f"lore: {page.path} is not valid UTF-8; its bytes were printed as they are. "
+            "`lore save` takes UTF-8 only; append, prepend, edit and --section refuse it.",
+            file=sys.stderr,
+        )
 
 
 class _PlainProgress:

@@ -266,6 +266,14 @@ def _shape(shape: VaultShape, console: Console) -> None:
             console.print(_slug(slug))
 
 
+_SAVED = {
+    "append": "Appended to",
+    "prepend": "Prepended to",
+    "edit": "Edited",
+    "section": "Replaced a section of",
+}
+
+
 @show.register
 def _saved(result: SaveResult, console: Console) -> None:
     if result.unchanged:
@@ -273,7 +281,7 @@ def _saved(result: SaveResult, console: Console) -> None:
     elif result.promoted:
         verb = "Promoted placeholder"
     else:
-        verb = "Created" if result.created else "Saved"
+        verb = "Created" if result.created else _SAVED.get(result.mode, "Saved")
     console.print(Text.assemble(f"{verb} ", _slug(result.slug), f" ({result.path})"))
     missing = sum(1 for link in result.links if not link.exists)
     console.print(Text(f"{_plural(len(result.links), 'link')}, {missing} to placeholders"))
@@ -335,7 +343,8 @@ def _audit(result: AuditLog, console: Console) -> None:
                 if r.old_slug is None
                 else Text.assemble(_slug(r.old_slug), " -> ", _slug(r.slug))
             )
-            table.add_row(r.time[:19].replace("T", " "), r.door, r.tool, page, _change(r))
+            tool = r.tool if r.mode in (None, "replace") else f"{r.tool} ({r.mode})"
+            table.add_row(r.time[:19].replace("T", " "), r.door, tool, page, _change(r))
         console.print(table)
     if result.skipped:
         console.print(Text(f"{_plural(result.skipped, 'line')} could not be read", style="yellow"))

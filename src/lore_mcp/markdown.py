@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import TYPE_CHECKING
+from itertools import pairwise
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -180,3 +181,32 @@ def link_title(text: str, pos: int, end: int) -> int:
             return -1
         pos += 2 if char == "\\" and pos + 1 < end else 1
     return -1
+
+
+# -- headings ----------------------------------------------------------------------
+
+
+class Heading(NamedTuple):
+    """A heading: its level (1-6), its text, where its first line starts and where the
+    line after it starts (offsets in the page's text)."""
+
+    level: int
+    title: str
+    start: int
+    end: int
+
+
+def headings(text: str, start: int = 0) -> list[Heading]:
+    """The headings of text[start:] outside containers and code (ATX `## Title` and
+    setext), by markdown-it."""
+    body = text[start:]
+    if not any(mark in body for mark in "#=-"):
+        return []
+    starts = [*line_starts(body), len(body)]
+    found: list[Heading] = []
+    for opening, inline in pairwise(_md().parse(body)):
+        if opening.type == "heading_open" and opening.level == 0 and opening.map:
+            first, last = opening.map
+            level, title = int(opening.tag[1:]), inline.content.strip()
+            found.append(Heading(level, title, start + starts[first], start + starts[last]))
+    return found

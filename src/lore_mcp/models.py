@@ -46,11 +46,31 @@ class PageView(Budgeted):
     slug: str
     title: str
     path: str | None = Field(description="Vault-relative file path; null for a placeholder")
-    content: str = Field(description="The page's Markdown; empty for a placeholder")
+    content: str = Field(
+        description="The page's text exactly as in its file (a byte-order mark included), "
+        "from line offset+1, column column+1; empty for a placeholder"
+    )
     offset: int = Field(default=0, description="Lines skipped: content starts at line offset+1")
+    column: int = Field(
+        default=0, description="Characters of line offset+1 skipped before content starts"
+    )
     total_lines: int = Field(default=0, description="Lines in the whole page")
     next_offset: int | None = Field(
-        default=None, description="Pass as offset to read on; null when content runs to the end"
+        default=None,
+        description="Pass as offset (with next_column as column) to read the next part; null "
+        "when content runs to the end",
+    )
+    next_column: int | None = Field(default=None, description="Pass as column to read on")
+    parts: int = Field(
+        default=1,
+        description="How many reads it takes from offset and column to the end, this one "
+        "included; joined, the parts are the file's text exactly",
+    )
+    encoding_errors: bool = Field(
+        default=False,
+        description="The file is not valid UTF-8: content shows each byte that does not "
+        "decode as U+FFFD; a replace save writes the text as given (the history keeps "
+        "the old bytes), the other save modes refuse the page",
     )
     is_placeholder: bool
     backlinks: list[PageRef] = Field(description="Pages that link here")
@@ -77,6 +97,13 @@ class PageView(Budgeted):
         "one has no links, backlinks or search until one of them is renamed",
     )
 
+    @property
+    def last_line(self) -> int:
+        """The last line the content shows, whole or in part (1-based)."""
+        if self.next_offset is None:
+            return self.total_lines
+        return self.next_offset + (1 if self.next_column else 0)
+
 
 class SaveResult(Budgeted):
     """What a save did."""
@@ -87,6 +114,9 @@ class SaveResult(Budgeted):
     created: bool = Field(description="A new file was created")
     promoted: bool = Field(description="A placeholder became a real page")
     unchanged: bool = Field(default=False, description="The content was already identical")
+    mode: str = Field(
+        default="replace", description="How it was saved: replace, append, prepend, edit, section"
+    )
     hash: str = Field(default="", description="sha256 of the file's bytes now")
     history_path: str | None = Field(
         default=None, description="Where the version it replaced is kept (.lore/history/)"

@@ -41,7 +41,14 @@ def _link(link: OutgoingLink) -> str:
 
 
 def page(view: PageView) -> str:
-    """A frontmatter-like header (title, slug, path, backlinks, links), then the Markdown."""
+    """A short header (title, slug, path, backlinks, links), then the page's text."""
+    header = "\n".join(_page_header(view)) + "\n"
+    if view.is_placeholder:
+        header += "(empty until save_page writes it)\n"
+    return header + view.content
+
+
+def _page_header(view: PageView) -> list[str]:
     lines = ["---", f"title: {view.title}", f"slug: {view.slug}"]
     lines.append(f"path: {view.path or 'none (a placeholder: linked to, no file yet)'}")
     lines.append(f"backlinks: {_join(ref.slug for ref in view.backlinks)}")
@@ -49,13 +56,25 @@ def page(view: PageView) -> str:
         lines.append(f"links: {_join(_link(link) for link in view.links)}")
     if view.alternatives:
         lines.append(f"also matches: {_join(view.alternatives)}")
-    if view.offset or view.next_offset is not None:
-        last = view.total_lines if view.next_offset is None else view.next_offset
-        lines.append(f"lines: {view.offset + 1}-{last} of {view.total_lines}")
+    if view.offset or view.column or view.next_offset is not None:
+        lines.append(f"lines: {_span(view)}")
+    if view.encoding_errors:
+        lines.append(
+            "encoding: not valid UTF-8; bytes that do not decode show as U+FFFD (only a "
+            "whole-page save_page can change it)"
+        )
     lines.append("---")
-    if view.is_placeholder:
-        lines.append("(empty until save_page writes it)")
-    return "\n".join(lines) + "\n" + view.content
+    return lines
+
+
+def _span(view: PageView) -> str:
+    """Which lines a part shows, and which part it is."""
+    last = view.last_line
+    start = f"{view.offset + 1}" + (f" from column {view.column + 1}" if view.column else "")
+    shown = f"{start}-{last} of {view.total_lines}"
+    if view.next_column:
+        shown += f" (line {last} goes on in the next part)"
+    return shown + (f", part 1 of {view.parts}" if view.parts > 1 else "")
 
 
 def noted(text: str, result: Budgeted) -> str:
@@ -75,8 +94,17 @@ def _placeholder_lines(created: list[str], removed: list[str]) -> list[str]:
     ]
 
 
+_SAVED = {
+    "replace": "overwritten",
+    "append": "appended to",
+    "prepend": "prepended to",
+    "edit": "edited (old_text replaced)",
+    "section": "section replaced",
+}
+
+
 def saved(result: SaveResult) -> str:
-    how = "created" if result.created else "overwritten"
+    how = "created" if result.created else _SAVED.get(result.mode, "overwritten")
     if result.unchanged:
         how = "unchanged (same content)"
     elif result.promoted:

@@ -39,6 +39,7 @@ from lore_mcp.config import (
     MAX_QUERY_CHARS,
     MIN_RESULT_CHARS,
 )
+from lore_mcp.edits import Mode
 from lore_mcp.errors import (
     InvalidArgumentError,
     InvalidNameError,
@@ -78,7 +79,8 @@ GUIDE = (
     "To recall: search (full text) or search_titles (names), then read_page, which also "
     "shows backlinks and links; get_graph without a slug gives the vault's shape, "
     "get_backlinks and get_graph with a slug show how a page connects. To remember: "
-    "save_page writes a whole page (read it first, then send the full new content); a "
+    "save_page writes a whole page, or with mode append, prepend, edit (one exact text) or "
+    "section (one heading's body) changes part of it without sending the rest; a "
     "[[link]] to a page that does not exist yet becomes a placeholder that save_page can "
     "fill later. rename_page moves a page and fixes every link to it; delete_page keeps "
     "the file's last version in the history. list_pages browses by folder."
@@ -117,7 +119,32 @@ Content = Annotated[
     str,
     Field(
         max_length=MAX_CONTENT_BYTES,
-        description="The page's complete Markdown (at most 1 MiB of UTF-8); replaces the file",
+        description="replace: the page's complete Markdown (at most 1 MiB of UTF-8); append, "
+        "prepend: the text to add; edit: the text that takes old_text's place; section: the "
+        "section's new body",
+    ),
+]
+SaveMode = Annotated[
+    Mode,
+    Field(
+        description="replace (the whole page), append (at the end), prepend (after the "
+        "frontmatter), edit (replace old_text), section (replace the body under heading)"
+    ),
+]
+OldText = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=MAX_CONTENT_BYTES,
+        description="edit: the exact text to replace; it must occur once in the page",
+    ),
+]
+Heading = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="section: the section's heading, '## Decisions' or 'Decisions'",
     ),
 ]
 Folder = Annotated[
@@ -133,8 +160,15 @@ LineOffset = Annotated[
     int,
     Field(
         ge=0,
-        description="Skip this many lines: 0 reads from the top; a result cut to fit the "
-        "size limit gives the offset that reads on (next_offset)",
+        description="Skip this many lines: 0 reads from the top; a page read in parts "
+        "gives the offset that reads on (next_offset)",
+    ),
+]
+Column = Annotated[
+    int,
+    Field(
+        ge=0,
+        description="Then skip this many characters of that line (next_column reads on)",
     ),
 ]
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
@@ -184,7 +218,7 @@ def _result(ctx: Ctx, model: R, draw: Callable[[R], str]) -> CallToolResult:
 
 
 async def read_page(
-    slug: Name, ctx: Ctx, offset: LineOffset = 0
+    slug: Name, ctx: Ctx, offset: LineOffset = 0, column: Column = 0
 ) -> Annotated[CallToolResult, PageView]:
     """Read one page of the memory vault: its Markdown, the pages that link to it
     (backlinks) and the links it holds.
@@ -192,22 +226,44 @@ async def read_page(
     A placeholder (a page that is linked to but not written yet) reads as empty content
     plus who links to it. An unknown name fails with the closest slugs; an ambiguous one
     is resolved like a link and the other candidates are listed. A page too long for one
-    result is cut at a heading or line break; call again with the offset it gives."""
-    view = await _call(ctx, lambda v: engine.read_page(v, slug, offset))
+    result is read in parts (the first says how many): call again with next_offset and
+    next_column; joined, the parts are the file exactly."""
+    view = await _call(ctx, lambda v: engine.read_page(v, slug, offset, column))
     return _result(ctx, view, render.page)
 
 
 async def save_page(
-    slug: Name, content: Content, ctx: Ctx, expected_hash: ExpectedHash = None
+    slug: Name,
+    content: Content,
+    ctx: Ctx,
+    *,
+    mode: SaveMode = "replace",
+    old_text: OldText = None,
+    heading: Heading = None,
+    expected_hash: ExpectedHash = None,
 ) -> Annotated[CallToolResult, SaveResult]:
-    """Write a whole page: create it, overwrite it, or fill in a placeholder.
+    """Write a page: create it, change it, or fill in a placeholder.
 
-    A bare name overwrites the page of that name in any folder, else creates it at the
-    top; a path ('notes/Idea', './Idea', 'Idea.md') means exactly that file. Links,
-    search index and graph are updated in the same call. The version replaced is kept
-    in the history. To edit, read the page first and send the full new content."""
+    mode replace (the default) sends the whole page; append and prepend add content at
+    its end or start, edit replaces the one occurrence of old_text with content, section
+    replaces the body under heading (up to the next heading of its level or higher).
+    Prefer them to a replace for a small change to a long page: nothing else is sent or
+    can be lost. A bare name changes the page of that name in any folder, else
+    replace, append and prepend create it at the top; a path ('notes/Idea', 'Idea.md')
+    means exactly that file. Links, search index and graph are updated in the same call;
+    the version replaced is kept in the history. Only replace is idempotent."""
     saved = await _call(
-        ctx, lambda v: engine.save_page(v, slug, content, door="mcp", expected_hash=expected_hash)
+        ctx,
+        lambda v: engine.save_page(
+            v,
+            slug,
+            content,
+            mode=mode,
+            old_text=old_text,
+            heading=heading,
+            door="mcp",
+            expected_hash=expected_hash,
+        ),
     )
     return _result(ctx, saved, render.saved)
 
@@ -314,7 +370,7 @@ def _hints(
 
 TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (read_page, _hints("Read a page", read_only=True)),
-    (save_page, _hints("Save a page", destructive=True)),
+    (save_page, _hints("Save a page", destructive=True, idempotent=False)),
     (delete_page, _hints("Delete a page", destructive=True)),
     (rename_page, _hints("Rename a page", idempotent=False)),
     (list_pages, _hints("List pages", read_only=True)),

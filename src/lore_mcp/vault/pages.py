@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from lore_mcp import audit, frontmatter
+from lore_mcp import audit, edits, frontmatter
 from lore_mcp.errors import (
     ConflictError,
     ContentTooLargeError,
@@ -25,9 +25,7 @@ from lore_mcp.markdown import split_lines
 from lore_mcp.models import (
     DeleteResult,
     OutgoingLink,
-    PageHistory,
     PageRef,
-    PageVersion,
     PageView,
     SaveResult,
 )
@@ -37,33 +35,43 @@ from lore_mcp.vault.core import Vault
 from lore_mcp.vault.open import reading, writing
 
 
-def read_page(vault: Vault, name: str, offset: int = 0) -> PageView:
-    """A page's Markdown from line `offset` on (0: all of it), its backlinks and its
-    outgoing links. A placeholder reads as empty content plus who links to it."""
+def read_page(vault: Vault, name: str, offset: int = 0, column: int = 0) -> PageView:
+    """A page's text from line `offset` + 1, column `column` + 1 on (0, 0: all of it),
+    exactly as in its file; its backlinks, and the links on the lines it shows. A
+    placeholder reads as empty content plus who links to it."""
+    return _read(vault, name, offset, column)[0]
+
+
+def read_source(vault: Vault, name: str) -> tuple[PageView, bytes | None]:
+    """The whole page as `read_page` gives it, and its file's bytes as they are (None
+    for a placeholder), read together."""
+    return _read(vault, name, 0, 0)
+
+
+def _read(vault: Vault, name: str, offset: int, column: int) -> tuple[PageView, bytes | None]:
     with reading(vault):
         if (rel := names.passed_over(vault, name)) is not None:
-            return _passed_over(vault, rel, offset)
+            found = read_bytes(vault, rel)
+            view = _view(slug_from_path(rel), title_from_path(rel), rel, found, at=(offset, column))
+            holder = vault.index.pages.get(view.slug)
+            holds = holder.path if holder else None
+            return view.model_copy(update={"passed_over_for": holds}), found
         slug, alternatives = names.for_reading(vault, name)
         row = vault.index.pages.get(slug)
         if row is None:
             raise PageNotFoundError(name)
         data = None if row.path is None else read_bytes(vault, row.path)
-        view = _view(slug, row.title, row.path, data, offset)
-        properties = frontmatter.split(files.decode(data)[0].removeprefix("\ufeff") if data else "")
-        return view.model_copy(
-            update={
-                "properties": _plain(properties.properties),
-                "aliases": properties.aliases,
-                "tags": vault.index.pages.tags_of(slug),
-                "is_placeholder": row.is_placeholder,
-                "backlinks": [
-                    PageRef(slug=s, title=vault.graph.title(s))
-                    for s in vault.graph.linking_to(slug)
-                ],
-                "links": outgoing(vault, slug),
-                "alternatives": alternatives,
-            }
-        )
+        view = _view(slug, row.title, row.path, data, at=(offset, column))
+        update = {
+            "tags": vault.index.pages.tags_of(slug),
+            "is_placeholder": row.is_placeholder,
+            "backlinks": [
+                PageRef(slug=s, title=vault.graph.title(s)) for s in vault.graph.linking_to(slug)
+            ],
+            "links": [link for link in outgoing(vault, slug) if link.line > offset],
+            "alternatives": alternatives,
+        }
+        return view.model_copy(update=update), data
 
 
 def _plain(properties: dict[str, Any]) -> dict[str, Any]:
@@ -72,33 +80,41 @@ def _plain(properties: dict[str, Any]) -> dict[str, Any]:
     return plain
 
 
-def _passed_over(vault: Vault, rel: str, offset: int) -> PageView:
-    """A file that shares its slug with the page holding it: its text, and which file
-    that is."""
-    view = _view(slug_from_path(rel), title_from_path(rel), rel, read_bytes(vault, rel), offset)
-    holder = vault.index.pages.get(view.slug)
-    return view.model_copy(update={"passed_over_for": holder.path if holder else None})
-
-
-def _view(slug: str, title: str, rel: str | None, data: bytes | None, offset: int) -> PageView:
-    content = "" if data is None else files.decode(data)[0].removeprefix("\ufeff")
-    lines = split_lines(content)
+def _view(
+    slug: str, title: str, rel: str | None, data: bytes | None, *, at: tuple[int, int]
+) -> PageView:
+    """The page's text from line `offset` + 1, column `column` + 1 (`at`) on, as the
+    file holds it."""
+    offset, column = at
+    text, bad = ("", False) if data is None else files.decode(data)
+    lines = split_lines(text)
     if offset < 0 or (offset and offset >= len(lines)):
         raise InvalidArgumentError(
             f"offset={offset} is past the end: {slug!r} has {len(lines)} lines. "
             "Read it from offset=0."
         )
+    line = lines[offset] if lines else ""
+    if column < 0 or (column and column >= len(line)):
+        raise InvalidArgumentError(
+            f"column={column} is past the end of line {offset + 1} of {slug!r}, which has "
+            f"{len(line)} characters (its line break included). Read it from column=0."
+        )
+    properties = frontmatter.split(text)
     return PageView(
         slug=slug,
         title=title,
         path=rel,
-        content="".join(lines[offset:]) if offset else content,
+        content="".join(lines[offset:])[column:] if offset or column else text,
         offset=offset,
+        column=column,
         total_lines=len(lines),
         is_placeholder=data is None,
         backlinks=[],
         links=[],
+        properties=_plain(properties.properties),
+        aliases=properties.aliases,
         hash=None if data is None else files.content_hash(data),
+        encoding_errors=bad,
     )
 
 
@@ -178,10 +194,11 @@ def check_inside(vault: Vault, rel: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Write:
-    """Who writes, for the history and the audit log."""
+    """Who writes, for the history and the audit log; for a save, in which mode."""
 
     tool: str
     door: str
+    mode: str | None = None
 
 
 def save_page(
@@ -189,16 +206,48 @@ def save_page(
     name: str,
     content: str,
     *,
+    mode: edits.Mode = "replace",
+    old_text: str | None = None,
+    heading: str | None = None,
     door: str = "api",
     expected_hash: str | None = None,
 ) -> SaveResult:
-    """Create, overwrite or fill (a placeholder) the page `name`, then reindex it in the
-    same call. A change is kept in the history and recorded in the audit log."""
+    """Change the page `name` as `mode` says (see `edits`): replace its text with
+    `content`, append or prepend `content`, replace the one occurrence of `old_text`
+    with it, or the body of the section under `heading`. Replace, append and prepend
+    create a missing page or fill a placeholder. Then reindex it in the same call. A
+    change is kept in the history and recorded in the audit log."""
+    edit = edits.Edit(mode, content, old_text, heading)
     with writing(vault):
         data = encode(vault, content)
-        return write_page(
-            vault, _target(vault, name), data, Write("save_page", door), expected_hash
+        target = _target(vault, name)
+        current = current_bytes(vault, target.rel)
+        check_expected(target.rel, current, expected_hash)
+        if edit.partial:
+            data = encode(vault, edits.apply(edit, _editable(target, current, edit)))
+        return _put(vault, target, current, data, Write("save_page", door, mode))
+
+
+def _editable(target: names.Target, current: bytes | None, edit: edits.Edit) -> str:
+    """The text a partial edit changes: the file's, which must be UTF-8, and for edit and
+    section must be there."""
+    if current is None:
+        if edit.mode in ("append", "prepend"):
+            return ""
+        what = "old_text" if edit.mode == "edit" else "section"
+        raise InvalidArgumentError(
+            f"{target.rel!r} does not exist yet, so it has no {what} to replace; nothing "
+            "was written. Create it with mode='replace' (or 'append')."
         )
+    try:
+        return current.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(
+            f"{target.rel!r} is not valid UTF-8 (the byte at offset {exc.start} does not "
+            f"decode), so mode={edit.mode!r} cannot change it without replacing such bytes "
+            "with U+FFFD; nothing was written. Save the page whole with mode='replace' "
+            "(the history keeps its bytes as they were), or fix its encoding in an editor."
+        ) from None
 
 
 def _target(vault: Vault, name: str) -> names.Target:
@@ -220,11 +269,19 @@ def _target(vault: Vault, name: str) -> names.Target:
 def write_page(
     vault: Vault, target: names.Target, data: bytes, who: Write, expected_hash: str | None
 ) -> SaveResult:
-    """Put `data` in the target's file: keep what it replaces, write, take it in."""
-    if not target.exists:
-        check_inside(vault, target.rel)
+    """Put `data` in the target's file, unless it changed from `expected_hash`."""
     current = current_bytes(vault, target.rel)
     check_expected(target.rel, current, expected_hash)
+    return _put(vault, target, current, data, who)
+
+
+def _put(
+    vault: Vault, target: names.Target, current: bytes | None, data: bytes, who: Write
+) -> SaveResult:
+    """Put `data` in the target's file, which holds `current`: keep what it replaces,
+    write, take it in."""
+    if not target.exists:
+        check_inside(vault, target.rel)
     applied = sync.Applied()
     kept = None
     if current != data:
@@ -237,6 +294,7 @@ def write_page(
             audit.AuditRecord(
                 door=who.door,
                 tool=who.tool,
+                mode=who.mode,
                 slug=target.slug,
                 path=target.rel,
                 before=None if current is None else audit.data_hash(current),
@@ -252,6 +310,7 @@ def write_page(
         created=current is None and not target.placeholder,
         promoted=current is None and target.placeholder,
         unchanged=current == data,
+        mode=who.mode or "replace",
         hash=files.content_hash(data),
         history_path=kept,
         links=outgoing(vault, target.slug) if target.indexed else [],
@@ -304,58 +363,3 @@ def delete_page(
             placeholders_created=applied.created,
             placeholders_removed=applied.removed,
         )
-
-
-def page_history(vault: Vault, name: str) -> PageHistory:
-    """The kept versions of the page `name` (which may be deleted), newest first."""
-    with reading(vault):
-        rel = _history_path(vault, name)
-        return PageHistory(
-            path=rel,
-            versions=[
-                PageVersion(
-                    number=v.number,
-                    time=v.time.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                    tool=v.tool,
-                    door=v.door,
-                    size=v.size,
-                    hash=v.hash(vault.root),
-                    kept=v.kept,
-                )
-                for v in history.versions(vault.root, rel)
-            ],
-        )
-
-
-def restore_page(vault: Vault, name: str, version: int = 1, *, door: str = "api") -> SaveResult:
-    """Put a kept version of a page back, through a save (so links and index follow, and
-    the version it replaces is kept in turn)."""
-    with writing(vault):
-        rel = _history_path(vault, name)
-        kept = history.versions(vault.root, rel)
-        if not 1 <= version <= len(kept):
-            raise InvalidArgumentError(
-                f"{rel!r} has {len(kept)} kept versions; ask for one from 1 (the newest) "
-                f"to {len(kept)}."
-            )
-        target = names.for_writing(vault, "/" + rel)
-        return write_page(
-            vault, target, kept[version - 1].read(vault.root), Write("restore_page", door), None
-        )
-
-
-def _history_path(vault: Vault, name: str) -> str:
-    """The page file whose history `name` asks for: a page's file, or a file that has
-    kept versions (a deleted page)."""
-    try:
-        target = names.for_writing(vault, name)
-    except PageNotFoundError:
-        target = None
-    if target is not None and (target.exists or history.versions(vault.root, target.rel)):
-        return target.rel
-    key = parse_name(name).key.path
-    for rel in history.page_paths(vault.root):
-        slug = slug_from_path(rel)
-        if slug == key or slug.endswith("/" + key):
-            return rel
-    raise PageNotFoundError(name, names.suggest(vault, parse_name(name).key))
