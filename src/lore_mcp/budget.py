@@ -40,6 +40,7 @@ from lore_mcp.models import (
     TitleMatches,
     VaultShape,
 )
+from lore_mcp.parts import largest
 
 log = logging.getLogger(__name__)
 
@@ -131,18 +132,6 @@ _PLACEHOLDER_FIELDS = [
 # -- helpers --------------------------------------------------------------------------
 
 
-def _largest(count: int, ok: Callable[[int], bool]) -> int:
-    """The largest k in 0..count with ok(k), for an `ok` that stays false once false."""
-    low, high = 0, count
-    while low < high:
-        mid = (low + high + 1) // 2
-        if ok(mid):
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
 def _keep(model: M, field: str, ok: Fits) -> tuple[M, int]:
     """`model` with the list `field` cut from the tail until it fits; how many stay."""
     items = getattr(model, field)
@@ -150,7 +139,7 @@ def _keep(model: M, field: str, ok: Fits) -> tuple[M, int]:
     def build(k: int) -> M:
         return model.model_copy(update={field: items[:k]})
 
-    kept = _largest(len(items), lambda k: ok(build(k)))
+    kept = largest(len(items), lambda k: ok(build(k)))
     return build(kept), kept
 
 
@@ -200,7 +189,7 @@ def _search(results: SearchResults, ok: Fits) -> SearchResults:
         bare = [hit.model_copy(update={"snippet": ""}) for hit in hits[k:]]
         return results.model_copy(update={"hits": hits[:k] + bare})
 
-    kept = _largest(len(hits), lambda k: ok(with_snippets(k)))
+    kept = largest(len(hits), lambda k: ok(with_snippets(k)))
     shrunk = with_snippets(kept)
     cut = f"the snippets of the last {len(hits) - kept} hits were left out"
     if not ok(shrunk):
@@ -221,7 +210,7 @@ def _listing(listing: PageList, ok: Fits) -> PageList:
         next_offset = listing.offset + k if k < len(rows) else listing.next_offset
         return listing.model_copy(update={"pages": rows[:k], "next_offset": next_offset})
 
-    kept = max(1, _largest(len(rows), lambda k: ok(build(k))))
+    kept = max(1, largest(len(rows), lambda k: ok(build(k))))
     shrunk = build(kept)
     return _noted(
         shrunk,
@@ -264,7 +253,7 @@ def _neighbourhood(result: GraphResult, hood: Neighbourhood, ok: Fits) -> GraphR
             update={"neighbourhood": hood.model_copy(update={"nodes": nodes, "edges": edges})}
         )
 
-    shrunk = build(max(1, _largest(len(hood.nodes), lambda k: ok(build(k)))))
+    shrunk = build(max(1, largest(len(hood.nodes), lambda k: ok(build(k)))))
     assert shrunk.neighbourhood is not None
     nodes, edges = shrunk.neighbourhood.nodes, shrunk.neighbourhood.edges
     return _noted(

@@ -176,7 +176,7 @@ def _filled(part: PageView, view: PageView, draw: Draw, limit: int, dropped: boo
     for field, _ in _LISTS:
         if fits(build(kept), draw, limit):
             break
-        kept[field] = _largest(kept[field], _with(build, kept, field, draw, limit))
+        kept[field] = largest(kept[field], _with(build, kept, field, draw, limit))
     return build(kept)
 
 
@@ -191,7 +191,7 @@ def _with(
     return lambda k: fits(build({**kept, field: k}), draw, limit)
 
 
-def _largest(count: int, ok: Callable[[int], bool]) -> int:
+def largest(count: int, ok: Callable[[int], bool]) -> int:
     """The largest k in 0..count with ok(k), for an `ok` that stays false once false."""
     low, high = 0, count
     while low < high:
