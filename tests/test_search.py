@@ -156,6 +156,7 @@ def test_any_word_matches_and_pages_with_all_rank_first(docs: Vault) -> None:
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     # Stopwords alone decide nothing, unless the query has nothing else.
     assert slugs(docs, "how do I zzzmissing") == []
+    assert slugs(docs, "what is F#") == []  # no page holds F#: "what is" decides nothing
     assert slugs(docs, "the")
 
 

@@ -86,9 +86,10 @@ def search(
     vault holds. Any string is safe."""
     query = terms.parse(text)
     found = _Finder(table, stemmer, pages, limits or Limits())
-    deciding = found.resolve([t for t in query.terms if not t.stop], query.prefix)
-    if not deciding:
-        deciding = found.resolve([t for t in query.terms if t.stop], None)
+    wanted = [t for t in query.terms if not t.stop]
+    deciding = (
+        found.resolve(wanted, query.prefix) if wanted else found.resolve(list(query.terms), None)
+    )
     if not deciding:
         return []
     found.total = max(pages, *(r.pages for r in deciding))
