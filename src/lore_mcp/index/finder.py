@@ -40,7 +40,7 @@ class Limits:
     rare_pages: int = 3000  # pages scored in full, all the rarest terms together
     window: int = 200  # pages taken in index order when every term is common
     names: int = 100  # pages per term found by name
-    loose: int = 16  # pages found by name alone, each looked up for the common terms
+    loose: int = 8  # pages found by name alone, each looked up for the common terms
 
 
 MAX_FORMS = 4  # inflections of a word looked for
@@ -163,11 +163,15 @@ class _Finder:
             forms += [f for f in others if table.count(f, 1)[0]][: MAX_FORMS - 1]
         resolved = _Resolved(term, forms, 0, True)
         assert resolved.match is not None
-        resolved.ids = table.first(resolved.match, self.limits.exact_count)
-        count = len(resolved.ids)
-        resolved.pages, resolved.exact = count, count < self.limits.exact_count
+        cap = self.limits.exact_count
+        if _is_phrase(term):  # its pages are its evidence (see _score)
+            resolved.ids = table.first(resolved.match, cap)
+            count, last = len(resolved.ids), resolved.ids[-1] if resolved.ids else 0
+        else:
+            count, last = table.count(resolved.match, cap)
+        resolved.pages, resolved.exact = count, count < cap
         if not resolved.exact:  # as many as that per page of the index's first part
-            upto = table.pages_up_to(resolved.ids[-1])
+            upto = table.pages_up_to(last)
             resolved.pages = min(self.total, count * self.total // max(1, upto))
         resolved.named = dict(table.named(resolved.match, self.limits.names))
         return resolved
@@ -207,7 +211,7 @@ class _Finder:
                     evidence.note(key, page, ranking.saturated(count))
             return
         self.driver.append(resolved.match or "")
-        if key.startswith(("q:", "h:")):
+        if _is_phrase(resolved.term):
             evidence.note_all(key, ((page, PRESENT) for page in resolved.ids))
             return
         for form in resolved.forms:
@@ -341,6 +345,11 @@ class _Finder:
             if resolved.term.symbol is not None:
                 marked = _mark_symbol(marked, resolved.term.symbol)
         return snippets.passage(marked)
+
+
+def _is_phrase(term: terms.Term) -> bool:
+    """A quoted phrase or hyphenated words: several words in a row."""
+    return term.key.startswith(("q:", "h:"))
 
 
 def _divisor(rows: list[tuple[int, float]], pages: int) -> float | None:
