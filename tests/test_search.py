@@ -195,7 +195,10 @@ def test_quoted_phrases_are_exact(vault_dir: Path) -> None:
 
 
 def test_last_word_is_a_prefix(brain: Vault) -> None:
-    assert slugs(brain, "placeh")[0] == "tools/search-tools"  # the page that says "placeh"
+    # "placeh" is a word of one page (Search Tools quotes it): too few, so it is also
+    # the start of "placeholder".
+    assert slugs(brain, "placeh")[0] == "concepts/placeholders"
+    assert "tools/search-tools" in slugs(brain, "placeh")
     assert "concepts/placeholders" in slugs(brain, "placehol")
     assert "concepts/persistence" in slugs(brain, "memo")
     assert slugs(brain, "placeholders ") and not slugs(brain, "zzzq")

@@ -4,16 +4,18 @@ it returns rather than by how many pages match.
 1. The query's terms (`terms.parse`), each word looked for in its inflections (`stems`)
    that the vault holds. A page matches when it holds any term that is not a stopword
    (stopwords decide only when the query has nothing else); the last word also matches
-   as the start of longer words when the vault holds no such word.
-2. How many pages hold each term: counted up to `Limits.exact_count`, estimated beyond from how
-   far into the index (pages in id order) the count reached.
-3. Candidates: every page holding the rarest terms, together at most `Limits.rare_pages`, scored
-   in full by FTS5's bm25(); the pages whose names hold a term; and when these are not
-   enough (every word is common), the first `Limits.window` pages holding all the common terms,
-   or else any. The common terms and the bonus phrases are then looked for in these
-   pages only.
-4. `ranking` orders them; a quoted phrase is checked against the text of the pages about
-   to be shown; each hit gets its best passage (`snippets`).
+   as the start of longer words when few pages hold it as a word.
+2. How many pages hold each term: counted up to `Limits.exact_count`, estimated beyond
+   from how far into the index (pages in id order) the count reached.
+3. Candidates: every page holding the rarest terms, together at most
+   `Limits.rare_pages`, scored in full by FTS5's bm25(); the pages whose names hold a
+   term; and when these are not enough (every word is common), the first
+   `Limits.window` pages holding all the common terms, or else any. The common terms
+   are then looked for in these pages only.
+4. `ranking` orders them. The query's phrases are looked for in the text of the best
+   few (FTS5 would pass over every page holding a phrase's words to find one that is
+   rare), a quoted phrase is checked against the text of the pages about to be shown,
+   and each hit gets its best passage (`snippets`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import bisect
 import heapq
 import re
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from lore_mcp.index import ranking, snippets, terms
 from lore_mcp.index.ranking import PRESENT, Evidence
@@ -88,7 +91,9 @@ def search(
     found = _Finder(table, stemmer, pages, limits or Limits())
     wanted = [t for t in query.terms if not t.stop]
     deciding = (
-        found.resolve(wanted, query.prefix) if wanted else found.resolve(list(query.terms), None)
+        found.resolve(wanted, query.prefix, limit)
+        if wanted
+        else found.resolve(list(query.terms), None, limit)
     )
     if not deciding:
         return []
@@ -120,31 +125,31 @@ class _Finder:
 
     # -- terms ------------------------------------------------------------------------
 
-    def resolve(self, wanted: list[terms.Term], prefix: terms.Term | None) -> list[_Resolved]:
-        """The terms the vault holds; the last word as a prefix if it holds no such word."""
+    def resolve(
+        self, wanted: list[terms.Term], prefix: terms.Term | None, limit: int
+    ) -> list[_Resolved]:
+        """The terms the vault holds. The last word also stands for the longer words it
+        starts when fewer than `limit` pages hold it as a word (it is being typed)."""
         kept = [r for r in map(self._resolve, wanted) if r.pages or r.named]
-        if prefix is None:
+        key = None if prefix is None else f"w:{prefix.words[0]}"
+        term = next((t for t in wanted if t.key == key), None)
+        if prefix is None or term is None:
             return kept
-        word = f"w:{prefix.words[0]}"
-        missing = word not in {r.key for r in kept} and any(t.key == word for t in wanted)
-        if missing and (completed := self._completed(prefix)):
-            extended = self._resolve(completed)
-            if extended.pages or extended.named:
-                kept.append(extended)
-        return kept
+        if any(r.key == key and r.pages >= limit for r in kept):
+            return kept
+        extended = self._resolve(term, self._completions(prefix))
+        kept = [r for r in kept if r.key != key]
+        return [*kept, extended] if extended.pages or extended.named else kept
 
-    def _completed(self, prefix: terms.Term) -> terms.Term | None:
-        """The prefix as the words it starts in the vault: all of them when few pages
-        hold any, else those of the first pages (a prefix merges the lists of every word
-        it starts, on every use, which costs as much as the pages holding them)."""
+    def _completions(self, prefix: terms.Term) -> list[str]:
+        """The words a prefix starts in the vault, as FTS5 strings: all of them when few
+        pages hold any, else those of the first pages (a prefix merges the lists of
+        every word it starts, on every use, at a cost that grows with their pages)."""
         assert prefix.fts is not None
         words = self.table.completions(prefix.fts, COMPLETION_PAGES)
-        if not words:
-            return None
-        forms = " OR ".join(terms.quote(w) for w in words[:COMPLETIONS])
-        return replace(prefix, fts=forms if len(words) == 1 else f"({forms})")
+        return [terms.quote(w) for w in words if w != prefix.words[0]][:COMPLETIONS]
 
-    def _resolve(self, term: terms.Term) -> _Resolved:
+    def _resolve(self, term: terms.Term, completions: Sequence[str] = ()) -> _Resolved:
         table = self.table
         if term.symbol is not None:
             count = table.symbol_count(term.symbol, self.limits.exact_count)
@@ -161,6 +166,7 @@ class _Finder:
         if term.key.startswith("w:"):
             others = [terms.quote(f) for f in self.stemmer.forms(term.words[0])[1:]]
             forms += [f for f in others if table.count(f, 1)[0]][: MAX_FORMS - 1]
+        forms += [f for f in completions if f not in forms]
         resolved = _Resolved(term, forms, 0, True)
         assert resolved.match is not None
         cap = self.limits.exact_count
