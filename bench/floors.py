@@ -19,14 +19,15 @@ import time
 from pathlib import Path
 
 from bench.rawrpc import RawServer
-from lore_mcp.index.search import SEARCH_SCHEMA, fts_text
+from lore_mcp.index.search import SEARCH_SCHEMA
+from lore_mcp.index.terms import fts_text
 
 EMPTY_SERVER = "from mcp.server.mcpserver import MCPServer; MCPServer('floor').run('stdio')"
 
 
 def _engine_fts_options() -> str:
     """The options of the engine's own FTS5 table, read from its schema."""
-    found = re.search(r"USING fts5\(\s*title, body, (.*?)\s*\);", SEARCH_SCHEMA, re.S)
+    found = re.search(r"fts USING fts5\(\s*headings, body, (.*?)\s*\);", SEARCH_SCHEMA, re.S)
     if found is None:
         raise RuntimeError("cannot find the FTS5 table in the engine's schema")
     return found.group(1)

@@ -89,7 +89,7 @@ async def test_odd_files_are_indexed_as_far_as_sensible(
     assert bad["content"] == BAD_UTF8.decode("utf-8", errors="replace")
     assert [link["slug"] for link in bad["links"]] == ["target"]
     assert [h["slug"] for h in (await ok(client, "search", query="menu"))["hits"]] == ["bad"]
-    assert (await ok(client, "search", query="secret words"))["hits"] == []
+    assert (await ok(client, "search", query='"secret words"'))["hits"] == []
     assert "No page named" in await refused(client, "read_page", slug="elsewhere/Inner")
     backlinks = await ok(client, "get_backlinks", slug="Target", include_unlinked=True)
     assert [b["slug"] for b in backlinks["linked"]] == ["bad"]

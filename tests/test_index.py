@@ -1,5 +1,5 @@
-"""The SQLite index: schema versions, corruption, FTS escaping and CJK search; index
-passes applied in batches."""
+"""The SQLite index: schema versions, corruption, index passes applied in batches.
+Search has its own tests (test_search.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from conftest import write
 from helpers import assert_matches_fresh
@@ -18,38 +16,7 @@ from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from lore_mcp.errors import PageNotFoundError
 from lore_mcp.index import Index, PageRow
 from lore_mcp.index.db import SCHEMA_VERSION
-from lore_mcp.index.search import SNIPPET_MAX_BYTES, fts_query, fts_text
 from lore_mcp.vault import sync
-
-
-def test_fts_query_quotes_every_term() -> None:
-    assert fts_query("hello world") == '"hello" "world"*'
-    assert fts_query('say "exact phrase" NOT this') == '"say" "exact phrase" "NOT" "this"*'
-    assert fts_query("  ***  ") is None
-    assert fts_query("長期記憶") == '"\x1f長\x1f期\x1f記\x1f憶\x1f"*'
-
-
-def test_fts_text_splits_only_cjk() -> None:
-    assert fts_text("plain text") == "plain text"
-    assert fts_text("a記b") == "a\x1f記\x1fb"
-    assert fts_text("記憶 x") == "\x1f記\x1f憶\x1f x"
-
-
-def test_any_query_is_safe(tmp_path: Path) -> None:
-    index = Index(tmp_path / "lore.db")
-    with index.write():
-        index.put_pages([(PageRow("a", "Alpha", "a.md"), "some text AND or NOT near 記憶")])
-
-    @settings(max_examples=300, deadline=None)
-    @given(query=st.text(max_size=60))
-    def search(query: str) -> None:
-        index.search.query(query, 5)
-        index.search.pages_matching(query, 5)
-
-    try:
-        search()
-    finally:
-        index.close()
 
 
 def test_page_files_found_by_path_folder_and_slug(tmp_path: Path) -> None:
@@ -70,52 +37,6 @@ def test_page_files_found_by_path_folder_and_slug(tmp_path: Path) -> None:
     assert stamps == {(p, i, 0) for i, p in enumerate(paths)}
     assert (table.count(), len(table.all())) == (len(paths), len(paths) + 1)
     index.close()
-
-
-def test_title_weighs_more_than_body(vault_dir: Path) -> None:
-    write(vault_dir, "Gardening.md", "Notes on soil.\n")
-    write(vault_dir, "Cooking.md", "Gardening gardening gardening in the kitchen.\n")
-    state = ops.open_vault(vault_dir)
-    try:
-        assert [h.slug for h in ops.search(state, "gardening").hits] == ["gardening", "cooking"]
-    finally:
-        state.close()
-
-
-def test_chinese_and_japanese_words_inside_runs(vault_dir: Path) -> None:
-    write(vault_dir, "zh.md", "记忆保存在文件里，不在上下文里。\n")
-    write(vault_dir, "ja.md", "長期記憶の話をしよう。\n")
-    state = ops.open_vault(vault_dir)
-    try:
-        assert [h.slug for h in ops.search(state, "文件").hits] == ["zh"]
-        assert [h.slug for h in ops.search(state, "記憶").hits] == ["ja"]
-        assert [h.slug for h in ops.search(state, "憶").hits] == ["ja"]
-        hit = ops.search(state, "上下文").hits[0]
-        assert "**上下文**" in hit.snippet.replace("** **", "").replace("****", "")
-        assert "\x1f" not in hit.snippet
-    finally:
-        state.close()
-
-
-def test_long_pages_get_a_plain_snippet_at_the_first_hit(vault_dir: Path) -> None:
-    # FTS5's snippet() is quadratic in a page's hits: pages over SNIPPET_MAX_BYTES get
-    # the engine's own, around the first place a query word starts a word.
-    filler = "Nothing to see in this line at all.\n" * (SNIPPET_MAX_BYTES // 30)
-    write(vault_dir, "Long.md", filler + "The Palaces stood here. " + "palace " * 30_000)
-    write(vault_dir, "Short.md", "One palace only.\n")
-    write(vault_dir, "Kana.md", filler + "長期記憶の話をしよう。\n")
-    state = ops.open_vault(vault_dir)
-    try:
-        hits = {h.slug: h.snippet for h in ops.search(state, "palace").hits}
-        assert hits["short"] == "One **palace** only."
-        assert hits["long"].startswith("…")
-        first_hit = "…this line at all. The **Palaces** stood here. **palace** **palace**"
-        assert first_hit in hits["long"]
-        assert hits["long"].endswith("…")
-        kana = ops.search(state, "記憶").hits[0].snippet
-        assert "長期**記憶の話をしよう**" in kana and "\x1f" not in kana
-    finally:
-        state.close()
 
 
 def _db(root: Path) -> Path:

@@ -210,9 +210,13 @@ class SearchHit(BaseModel):
     slug: str
     title: str
     snippet: str = Field(
-        description="Matching text, matches marked **like this**; empty when left out to fit"
+        description="The passage with the most query words, matches marked **like this**; "
+        "empty when left out to fit"
     )
-    score: float = Field(description="BM25 relevance; higher is better")
+    score: float = Field(
+        description="Relevance, higher is better: above 1 when the page holds every word of "
+        "the query that counts (question words, articles and such aside), below 1 otherwise"
+    )
 
 
 class SearchResults(Budgeted):

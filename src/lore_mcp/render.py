@@ -155,7 +155,7 @@ def listing(result: PageList) -> str:
 
 def hits(result: SearchResults) -> str:
     if not result.hits:
-        return f"No page contains {result.query!r}. Try other words, or search_titles."
+        return f"No page holds any word of {result.query!r}. Try other words, or search_titles."
     lines = [f"{_plural(len(result.hits), 'page')} match {result.query!r}, best first:"]
     lines += [
         f"- {hit.slug} ({hit.title})" + (f": {hit.snippet}" if hit.snippet else "")

@@ -315,9 +315,13 @@ async def search(
     ctx: Ctx,
     limit: Annotated[int, _limit("hits")] = 10,
 ) -> Annotated[CallToolResult, SearchResults]:
-    """Full-text search over every page, best match first (title matches weigh more),
-    the last word matched as a prefix, each hit with a snippet. Works for any script,
-    CJK included."""
+    """Full-text search over every page, best match first. A page matches when it holds
+    any word of the query (question words, articles and the like aside); pages holding
+    all of them, or holding them in their title or aliases or as a phrase, rank first.
+    English words find their other forms (embedding: embed), case and accents never
+    matter, "quoted phrases" match exactly, C++, .NET, node.js, v1.10 match as written,
+    #tag words keep to pages with that tag, and the last word also matches longer words
+    it starts. Each hit has its best passage, matches marked. Any script, CJK included."""
     results = await _call(ctx, lambda v: engine.search(v, query, limit))
     return _result(ctx, results, render.hits)
 

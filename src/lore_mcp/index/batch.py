@@ -9,8 +9,11 @@ from typing import Any
 CHUNK = 500
 
 
-def select_in(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> Iterator[Any]:
-    """The rows of `sql`, whose `{}` becomes one `?` per value, asked in chunks."""
+def select_in(
+    conn: sqlite3.Connection, sql: str, values: Sequence[Any], prefix: Sequence[Any] = ()
+) -> Iterator[Any]:
+    """The rows of `sql`, whose `{}` becomes one `?` per value, asked in chunks; the
+    parameters in `prefix` go before them."""
     for start in range(0, len(values), CHUNK):
         chunk = values[start : start + CHUNK]
-        yield from conn.execute(sql.format(",".join("?" * len(chunk))), tuple(chunk))
+        yield from conn.execute(sql.format(",".join("?" * len(chunk))), (*prefix, *chunk))

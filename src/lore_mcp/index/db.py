@@ -19,7 +19,7 @@ from pathlib import Path
 from lore_mcp.config import BUSY_TIMEOUT_S
 from lore_mcp.index.links import LINK_SCHEMA, LinkTable
 from lore_mcp.index.pages import PAGE_SCHEMA, PageRow, PageTable
-from lore_mcp.index.search import SEARCH_SCHEMA, SearchTable
+from lore_mcp.index.search import SEARCH_SCHEMA, SEARCH_TABLES, SearchTable
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ CHANGELOG_KEEP = 20_000
 _CHANGES_SCHEMA = "CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, slug TEXT NOT NULL);"
 # What SQLite says of a file that is damaged, as opposed to one that is only busy.
 _DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-_TABLES = ("pages", "shadowed", "names", "names_text", "links", "fts", "changes")
+_TABLES = ("pages", "shadowed", "names", "names_text", "links", *SEARCH_TABLES, "changes")
 
 
 class Index:
@@ -110,6 +110,7 @@ class Index:
                 self._conn.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
 
     def close(self) -> None:
+        self.search.close()
         self._conn.close()
 
     # -- pages with their text ----------------------------------------------------------
@@ -123,7 +124,12 @@ class Index:
         """Insert or replace page rows, with their aliases and tags; a body (real pages)
         replaces the page's text."""
         ids = self.pages.upsert([row for row, _ in pages], aliases, tags)
-        self.search.put((ids[row.slug], row.title, body) for row, body in pages if body is not None)
+        named = aliases or {}
+        self.search.put(
+            (ids[row.slug], row.title, named.get(row.slug, ()), body)
+            for row, body in pages
+            if body is not None
+        )
 
     def delete_pages(self, slugs: Sequence[str]) -> None:
         self.search.delete(list(self.pages.ids(slugs).values()))

@@ -1,32 +1,44 @@
-"""Full-text search: the FTS5 table, the queries any user string becomes, and snippets.
+"""Full-text search: its tables, and the SQL a search runs.
 
-Chinese and Japanese have no spaces between words, so each of their characters is
-stored as its own token (separated by U+001F, which the tokenizer treats as a separator
-and which never occurs in text), and a query word in them becomes a phrase of its
-characters: "記憶" matches inside "長期記憶の話".
+- `fts(headings, body)`: every page's text (without its frontmatter) and, apart, the
+  text of its headings, which weighs more. Tokenized by `porter unicode61
+  remove_diacritics 2`, CJK split into characters (`terms.fts_text`).
+- `fts_names(names)`: each page's title and aliases, a line each: small, so that a
+  term's pages by name are found without a pass over every page holding it.
+- `symbols(word, page, count, named)`: the symbol words (C++, .NET, node.js, v1.10) each
+  page holds, as written (lowercased), which the tokenizer would split.
+
+What a search does with them is in `lore_mcp.index.finder`. Every user string reaches
+MATCH only as quoted FTS5 strings built by `terms`, so none can raise a syntax error.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-SEARCH_SCHEMA = """
-CREATE VIRTUAL TABLE fts USING fts5(title, body, tokenize = 'unicode61 remove_diacritics 2');
+from lore_mcp.index import terms
+from lore_mcp.index.batch import select_in
+from lore_mcp.index.stems import TOKENIZER, Stemmer
+
+SEARCH_SCHEMA = f"""
+CREATE VIRTUAL TABLE fts USING fts5(headings, body, tokenize = '{TOKENIZER}');
+CREATE VIRTUAL TABLE fts_names USING fts5(names, tokenize = '{TOKENIZER}');
+CREATE TABLE symbols(
+    word TEXT NOT NULL,
+    page INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    named INTEGER NOT NULL,
+    PRIMARY KEY (word, page)
+) WITHOUT ROWID;
+CREATE INDEX symbols_page ON symbols(page);
 """
-SNIPPET_MAX_BYTES = 16_384  # FTS5's snippet() is quadratic in the hits of a page: longer
-# pages get a snippet made here instead
-_CJK = (
-    "\u2e80-\u2fdf\u3005\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
-)
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_SEP = "\x1f"
-_QUERY_TERM = re.compile(r'"([^"]*)"|([^\s"]+)')
-_WORD = re.compile(r"\w+")
-_NON_SPACE = re.compile(r"\S+")
+SEARCH_TABLES = ("fts", "fts_names", "symbols")
+WEIGHTS = "2.0, 1.0"  # bm25() weights of headings and body
+HIGHLIGHT_MAX_BYTES = 256 * 1024  # longer pages are marked here, not by FTS5
 
 
 class SearchRow(NamedTuple):
@@ -36,111 +48,172 @@ class SearchRow(NamedTuple):
     score: float
 
 
-def fts_text(text: str) -> str:
-    """Text as stored in the FTS table: CJK characters split into single tokens."""
-    if text.isascii():
-        return text
-    return _CJK_RUN.sub(lambda m: _SEP + _SEP.join(m.group()) + _SEP, text)
-
-
-def fts_query(user_query: str) -> str | None:
-    """Any user string as a safe FTS5 MATCH expression, or None if it has no words.
-
-    Every word becomes a quoted string, so FTS operators (AND, OR, NOT, NEAR, `*`, `^`,
-    `:`, parentheses) are plain text; `"quoted phrases"` stay phrases; the last term
-    matches as a prefix. All terms must match.
-    """
-    terms: list[str] = []
-    for phrase, bare in _QUERY_TERM.findall(user_query.replace("\x00", " ")):
-        words = _WORD.findall(phrase if phrase else bare)
-        if words:
-            terms.append(" ".join(fts_text(w) for w in words))
-    if not terms:
-        return None
-    quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
-    quoted[-1] += "*"
-    return " ".join(quoted)
-
-
 class SearchTable:
+    """The search tables of one connection: writes, and the lookups a search is made of."""
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
+        self.stemmer = Stemmer()
+
+    def close(self) -> None:
+        self.stemmer.close()
 
     def check(self) -> None:
         """Read the table once: a damaged index fails here rather than on a search."""
         self._conn.execute("SELECT count(*) FROM fts").fetchone()
 
-    def put(self, documents: Iterable[tuple[int, str, str]]) -> None:
-        """Replace the text of the pages with these (id, title, body)."""
+    # -- writes ---------------------------------------------------------------------
+
+    def put(self, documents: Iterable[tuple[int, str, Sequence[str], str]]) -> None:
+        """Replace the text of the pages with these (id, title, aliases, body)."""
         # In rowid order: FTS5 flushes its pending terms whenever a rowid is lower than
         # the one written before, and many small flushes make the index slow to build.
         ordered = sorted(documents)
-        self._conn.executemany("DELETE FROM fts WHERE rowid = ?", [(d[0],) for d in ordered])
+        self.delete([d[0] for d in ordered])
         self._conn.executemany(
-            "INSERT INTO fts(rowid, title, body) VALUES (?, ?, ?)",
-            ((rowid, fts_text(title), fts_text(body)) for rowid, title, body in ordered),
+            "INSERT INTO fts(rowid, headings, body) VALUES (?, ?, ?)",
+            (
+                (rowid, terms.fts_text(terms.headings(body)), terms.fts_text(body))
+                for rowid, _, _, body in ordered
+            ),
+        )
+        self._conn.executemany(
+            "INSERT INTO fts_names(rowid, names) VALUES (?, ?)",
+            (
+                (rowid, terms.fts_text("\n".join([title, *aliases])))
+                for rowid, title, aliases, _ in ordered
+            ),
+        )
+        self._conn.executemany(
+            "INSERT INTO symbols(word, page, count, named) VALUES (?, ?, ?, ?)",
+            (row for document in ordered for row in _symbol_rows(*document)),
         )
 
     def delete(self, ids: Sequence[int]) -> None:
-        self._conn.executemany("DELETE FROM fts WHERE rowid = ?", [(i,) for i in ids])
+        rows = [(i,) for i in ids]
+        self._conn.executemany("DELETE FROM fts WHERE rowid = ?", rows)
+        self._conn.executemany("DELETE FROM fts_names WHERE rowid = ?", rows)
+        self._conn.executemany("DELETE FROM symbols WHERE page = ?", rows)
 
-    def query(self, query: str, limit: int) -> list[SearchRow]:
-        """BM25-ranked full-text search, title weighted above body. Never raises on input."""
-        match = fts_query(query)
-        if match is None:
-            return []
-        rows = self._conn.execute(
-            "SELECT p.id, p.slug, p.title, CASE WHEN p.size <= ? "
-            "THEN snippet(fts, 1, '**', '**', '…', 16) END, fts.rank "
-            "FROM fts JOIN pages p ON p.id = fts.rowid "
-            "WHERE fts MATCH ? AND fts.rank MATCH 'bm25(10.0, 1.0)' ORDER BY fts.rank LIMIT ?",
-            (SNIPPET_MAX_BYTES, match, limit),
-        ).fetchall()
-        return [
-            SearchRow(
-                slug,
-                title,
-                " ".join(snippet.replace(_SEP, "").split())
-                if snippet is not None
-                else self._long_snippet(row_id, query),
-                -float(rank),
-            )
-            for row_id, slug, title, snippet, rank in rows
-        ]
+    # -- lookups --------------------------------------------------------------------
 
-    def _long_snippet(self, row_id: int, query: str) -> str:
-        """About sixteen words around the first place where a query word starts a word
-        (case-insensitive), the words marked as snippet() marks them."""
-        row = self._conn.execute("SELECT body FROM fts WHERE rowid = ?", (row_id,)).fetchone()
-        body = str(row[0]).replace(_SEP, "") if row else ""
-        words = sorted({w.lower() for w in _WORD.findall(query)}, key=len, reverse=True)
-        if not words:
-            return ""
-        starts = "|".join(("" if fts_text(w) != w else r"\b") + re.escape(w) for w in words)
-        pattern = re.compile(f"(?:{starts})\\w*", re.IGNORECASE)
-        found = pattern.search(body)
-        start = 0 if found is None else found.start()
-        before = [m.start() for m in _NON_SPACE.finditer(body, max(0, start - 200), start)][-5:]
-        after = [m.end() for m in _NON_SPACE.finditer(body, start, start + 600)][:11]
-        begin = before[0] if before else start
-        end = after[-1] if after else start
-        text = pattern.sub(lambda m: f"**{m.group()}**", " ".join(body[begin:end].split()))
-        return ("…" if begin > 0 else "") + text + ("…" if end < len(body) else "")
+    def first(self, match: str, limit: int) -> list[int]:
+        """The first pages (by id) whose text matches."""
+        sql = "SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?"
+        return [row[0] for row in self._conn.execute(sql, (match, limit))]
+
+    def count(self, match: str, cap: int) -> tuple[int, int]:
+        """How many pages' text matches, counted up to `cap`, and the last page id counted."""
+        sql = "SELECT count(*), max(rowid) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)"
+        found, last = self._conn.execute(sql, (match, cap)).fetchone()
+        return int(found), int(last or 0)
+
+    def pages_up_to(self, page_id: int) -> int:
+        """How many pages (with text) have an id up to this one."""
+        sql = "SELECT count(*) FROM pages WHERE id <= ? AND path IS NOT NULL"
+        return int(self._conn.execute(sql, (page_id,)).fetchone()[0])
+
+    def scored(self, match: str) -> list[tuple[int, float]]:
+        """Every page whose text matches, with FTS5's bm25() (lower is better)."""
+        sql = f"SELECT rowid, bm25(fts, {WEIGHTS}) FROM fts WHERE fts MATCH ?"
+        return [(int(i), float(s)) for i, s in self._conn.execute(sql, (match,))]
+
+    def matching(self, match: str, within: tuple[int, int] | None = None) -> set[int]:
+        """Pages whose text matches, optionally only those with ids in a range."""
+        if within is None:
+            return {row[0] for row in self._conn.execute(_MATCH, (match,))}
+        sql = _MATCH + " AND rowid BETWEEN ? AND ?"
+        return {row[0] for row in self._conn.execute(sql, (match, *within))}
+
+    def matching_among(self, match: str, ids: Sequence[int]) -> set[int]:
+        """Those of these pages whose text matches (a lookup per page: for a few)."""
+        return {
+            row[0]
+            for row in select_in(self._conn, _MATCH + " AND rowid IN ({})", ids, prefix=[match])
+        }
+
+    def named(self, match: str, cap: int) -> list[tuple[int, str]]:
+        """Pages whose title or aliases match, with those names, a line each."""
+        sql = "SELECT rowid, names FROM fts_names WHERE fts_names MATCH ? LIMIT ?"
+        return [(int(i), str(names)) for i, names in self._conn.execute(sql, (match, cap))]
+
+    def names_of(self, ids: Sequence[int]) -> dict[int, str]:
+        sql = "SELECT rowid, names FROM fts_names WHERE rowid IN ({})"
+        return {int(i): str(names) for i, names in select_in(self._conn, sql, ids)}
+
+    def symbol_count(self, word: str, cap: int) -> int:
+        sql = "SELECT count(*) FROM (SELECT 1 FROM symbols WHERE word = ? LIMIT ?)"
+        return int(self._conn.execute(sql, (word, cap)).fetchone()[0])
+
+    def symbol_pages(self, word: str, limit: int = -1) -> list[tuple[int, int, bool]]:
+        """(page, count in its text, in its names) of the pages holding a symbol word."""
+        sql = "SELECT page, count, named FROM symbols WHERE word = ? ORDER BY page LIMIT ?"
+        return [(int(p), int(c), bool(n)) for p, c, n in self._conn.execute(sql, (word, limit))]
+
+    def symbol_among(self, word: str, ids: Sequence[int]) -> set[int]:
+        sql = "SELECT page FROM symbols WHERE word = ? AND page IN ({})"
+        return {row[0] for row in select_in(self._conn, sql, ids, prefix=[word])}
+
+    def body(self, page_id: int) -> str:
+        row = self._conn.execute("SELECT body FROM fts WHERE rowid = ?", (page_id,)).fetchone()
+        return str(row[0]).replace(terms.SEP, "") if row else ""
+
+    def highlighted(self, page_id: int, match: str) -> str | None:
+        """The page's text with what matches between `snippets.OPEN` and `CLOSE`; None
+        if it does not match."""
+        sql = "SELECT highlight(fts, 1, char(2), char(3)) FROM fts WHERE fts MATCH ? AND rowid = ?"
+        row = self._conn.execute(sql, (match, page_id)).fetchone()
+        return None if row is None else str(row[0])
+
+    def completions(self, prefix: str, pages: int) -> list[str]:
+        """The words (folded) a prefix match stands for in the first `pages` pages
+        holding one, the most frequent first."""
+        sql = "SELECT highlight(fts, 1, char(2), char(3)) FROM fts WHERE fts MATCH ? LIMIT ?"
+        found: Counter[str] = Counter()
+        for (text,) in self._conn.execute(sql, (prefix, pages)):
+            found.update(terms.fold(w) for w in _MARKED.findall(str(text).replace(terms.SEP, "")))
+        return [word for word, _ in found.most_common()]
+
+    def pages(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int]]:
+        """(slug, title, size) of pages by id."""
+        sql = "SELECT id, slug, title, size FROM pages WHERE id IN ({})"
+        return {int(i): (str(s), str(t), int(z)) for i, s, t, z in select_in(self._conn, sql, ids)}
 
     def pages_matching(self, query: str, limit: int) -> list[str]:
         """Slugs of pages whose text holds every word of `query` (unranked)."""
-        match = fts_query(query)
-        if match is None:
+        parsed = terms.parse(query)
+        words = [t.fts for t in parsed.terms if t.fts is not None]
+        symbols = [t.symbol for t in parsed.terms if t.symbol is not None]
+        if not words and not symbols:
             return []
-        rows = self._conn.execute(
-            "SELECT p.slug FROM fts JOIN pages p ON p.id = fts.rowid WHERE fts MATCH ? LIMIT ?",
-            (match.removesuffix("*"), limit),
-        )
-        return [str(row[0]) for row in rows]
+        match = " AND ".join(words)
+        if symbols:
+            ids = set.intersection(*({p for p, _, _ in self.symbol_pages(s)} for s in symbols))
+            found = sorted(self.matching_among(match, sorted(ids)) if words else ids)[:limit]
+        else:
+            found = self.first(match, limit)
+        return [slug for slug, _, _ in self.pages(found).values()]
 
     def documents(self) -> list[tuple[str, str, str]]:
-        """(slug, title, body) of every page's text, sorted, for consistency checks."""
+        """(slug, names, text) of every page, sorted, for consistency checks."""
         rows = self._conn.execute(
-            "SELECT p.slug, f.title, f.body FROM fts f JOIN pages p ON p.id = f.rowid"
+            "SELECT p.slug, n.names, f.body FROM fts f JOIN pages p ON p.id = f.rowid "
+            "JOIN fts_names n ON n.rowid = f.rowid"
         )
-        return sorted((str(s), str(t), str(b)) for s, t, b in rows)
+        return sorted((str(s), str(n), str(b)) for s, n, b in rows)
+
+
+_MATCH = "SELECT rowid FROM fts WHERE fts MATCH ?"
+_MARKED = re.compile("\x02([^\x03]*)\x03")
+
+
+def _symbol_rows(
+    rowid: int, title: str, aliases: Sequence[str], body: str
+) -> list[tuple[str, int, int, int]]:
+    in_text = terms.symbol_words(body)
+    in_names: Counter[str] = Counter()
+    for name in (title, *aliases):
+        in_names.update(terms.symbol_words(name))
+    return [
+        (w, rowid, in_text[w], int(w in in_names)) for w in sorted(in_text.keys() | in_names.keys())
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from lore_mcp import mentions
 from lore_mcp.config import MAX_QUERY_CHARS
 from lore_mcp.errors import InvalidArgumentError, LoreError
+from lore_mcp.index import finder
 from lore_mcp.models import (
     Backlink,
     Backlinks,
@@ -73,8 +74,8 @@ def _check_query(query: str) -> None:
 
 
 def search(vault: Vault, query: str, limit: int = 10) -> SearchResults:
-    """Full-text search, best first (BM25, title above body), last word as a prefix.
-    `#tag` words find the pages with that tag."""
+    """Full-text search, best first (see `lore_mcp.index.finder`). `#tag` words find
+    the pages with that tag: alone they list them, beside other words they filter."""
     _check_query(query)
     with reading(vault):
         tags = [word for word in query.split() if word.startswith("#") and len(word) > 1]
@@ -89,7 +90,9 @@ def search(vault: Vault, query: str, limit: int = 10) -> SearchResults:
                 for s in sorted(tagged)[:limit]
             ]
             return SearchResults(query=query, hits=hits)
-        found = vault.index.search.query(words, limit if tagged is None else max(limit, 200))
+        table = vault.index.search
+        wanted = limit if tagged is None else max(limit, 200)
+        found = finder.search(table, table.stemmer, words, wanted, len(vault.pages))
         hits = [
             SearchHit(slug=r.slug, title=r.title, snippet=r.snippet, score=round(r.score, 4))
             for r in found
