@@ -73,12 +73,15 @@ def index_vault(vault: Vault, progress: sync.Progress | None = None) -> SyncRepo
 @contextmanager
 def _no_cycle_collection() -> Iterator[None]:
     """Hold Python's cycle collector off during a pass over the whole vault: it makes
-    millions of objects and hardly any cycles, and collections would walk them all."""
+    millions of objects and hardly any cycles, and collections would walk them all.
+    What the pass leaves (the graph, the name tables) lives as long as the vault, so it
+    is frozen: later collections skip it instead of pausing the next call to walk it."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
         if enabled:
             gc.enable()
 
