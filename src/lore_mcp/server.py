@@ -45,6 +45,7 @@ from lore_mcp.errors import (
     LoreError,
     PageNotFoundError,
     UnsafePathError,
+    VaultBusyError,
 )
 from lore_mcp.models import (
     Backlinks,
@@ -443,7 +444,8 @@ def _lifespan(
 
 
 def _prepare(vault: Vault, watch: bool, stop: threading.Event) -> None:
-    """Start the watcher, then bring the index up to date (calls wait for `vault.ready`)."""
+    """Start the watcher, then bring the index up to date (calls wait for `vault.ready`),
+    waiting as long as it takes while another process writes the index."""
     if watch:
         from lore_mcp.watcher import start_watcher  # watchdog loads only when watching
 
@@ -458,9 +460,12 @@ def _prepare(vault: Vault, watch: bool, stop: threading.Event) -> None:
         if stop.is_set():
             raise _Stopped
 
+    def until_stopped(_waited: float) -> bool:  # another process writes the index
+        return not stop.is_set()
+
     try:
-        engine.index_vault(vault, progress=check_stop)
-    except _Stopped:
+        engine.index_vault(vault, progress=check_stop, patience=until_stopped)
+    except (_Stopped, VaultBusyError):
         log.info("indexing stopped: the server is shutting down")
     except Exception:
         log.exception("indexing %s failed; serving what the index already holds", vault.root)
