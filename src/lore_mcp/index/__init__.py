@@ -1,7 +1,7 @@
 """The SQLite index in `<vault>/.lore/`: pages, links and full-text search, a cache of
 the files that every process serving the vault shares."""
 
-from lore_mcp.index.db import Index, Patience, within_timeout
+from lore_mcp.index.db import Index, Patience
 from lore_mcp.index.links import LinkRow
 from lore_mcp.index.pages import FileStamp, PageRow
 from lore_mcp.index.search import SearchRow
@@ -13,5 +13,4 @@ __all__ = [
     "PageRow",
     "Patience",
     "SearchRow",
-    "within_timeout",
 ]

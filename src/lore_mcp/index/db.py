@@ -43,11 +43,6 @@ WARN_AFTER_S = 2.0  # a wait this long is worth a line in the log
 Patience = Callable[[float], bool]
 
 
-def within_timeout(waited: float) -> bool:
-    """The patience of an ordinary write: `BUSY_TIMEOUT_S`."""
-    return waited < BUSY_TIMEOUT_S
-
-
 def create_schema(conn: sqlite3.Connection) -> None:
     """Drop whatever tables there are and make empty ones, with a new epoch (which
     tells the other processes that everything they loaded is gone)."""
@@ -86,6 +81,7 @@ class Index:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self.rebuilt = False
+        self.busy_timeout = BUSY_TIMEOUT_S  # how long a write waits for the lock
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
@@ -120,7 +116,7 @@ class Index:
         if self._schema_problem() is None:
             return
         try:  # while waiting, another process may make the tables
-            self._begin(lambda waited: within_timeout(waited) and bool(self._schema_problem()))
+            self._begin(lambda waited: self.within_timeout(waited) and bool(self._schema_problem()))
         except VaultBusyError:
             if self._schema_problem() is None:
                 return
@@ -178,15 +174,20 @@ class Index:
 
     # -- transactions ---------------------------------------------------------------
 
+    def within_timeout(self, waited: float) -> bool:
+        """The patience of an ordinary write: `busy_timeout` seconds."""
+        return waited < self.busy_timeout
+
     @contextmanager
-    def write(self, patience: Patience = within_timeout) -> Iterator[None]:
+    def write(self, patience: Patience | None = None) -> Iterator[None]:
         """A write transaction; it takes the database's write lock at once, waiting for
-        another process's as long as `patience` says (`VaultBusyError` after that, with
-        nothing changed). Nested calls join the transaction already open."""
+        another process's as long as `patience` says (by default `busy_timeout`
+        seconds; then `VaultBusyError`, with nothing changed). Nested calls join the
+        transaction already open."""
         if self._conn.in_transaction:
             yield
             return
-        self._begin(patience)
+        self._begin(patience or self.within_timeout)
         start_seq = self.last_change()
         try:
             yield
@@ -218,7 +219,7 @@ class Index:
                     log.warning("the index is busy: waiting for another process to finish writing")
                     warned = True
         finally:
-            self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
 
     @property
     def in_transaction(self) -> bool:

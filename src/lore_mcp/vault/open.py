@@ -20,7 +20,7 @@ from pathlib import Path
 
 from lore_mcp.config import MAX_FILE_BYTES
 from lore_mcp.errors import FileVanishedError, VaultError
-from lore_mcp.index import Patience, within_timeout
+from lore_mcp.index import Patience
 from lore_mcp.models import SyncReport
 from lore_mcp.slugs import slug_from_path
 from lore_mcp.vault import journal, sync
@@ -56,11 +56,12 @@ def open_vault(
 
 
 def index_vault(
-    vault: Vault, progress: sync.Progress | None = None, patience: Patience = within_timeout
+    vault: Vault, progress: sync.Progress | None = None, patience: Patience | None = None
 ) -> SyncReport:
     """Bring the index up to date with the files (only changed files are parsed), then
     let operations run. While another process writes the index, the pass waits as long
-    as `patience` says (a server waits until it may go on; `VaultBusyError` after)."""
+    as `patience` says (by default the index's busy timeout; a server waits until it
+    stops), then fails with `VaultBusyError`."""
     try:
         with vault.lock, vault.index.write(patience), _no_cycle_collection():
             sync.load(vault)
