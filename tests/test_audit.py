@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.types import Implementation
 
 from lore_mcp import audit
 from lore_mcp import vault as ops
@@ -112,18 +113,26 @@ def test_writes_that_change_nothing_leave_no_line(state: Vault, vault_dir: Path)
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_the_server_writes_as_mcp(vault_dir: Path) -> None:
+async def test_the_server_writes_as_mcp_naming_session_and_client(
+    vault_dir: Path, mode: str
+) -> None:
     server = build_server(ops.open_vault(vault_dir, scan=False))
-    async with Client(server) as client:
+    agent = Implementation(name="test-agent", version="9.9")
+    connect = "legacy" if mode == "legacy" else "auto"
+    async with Client(server, mode=connect, client_info=agent) as client:
         with anyio.fail_after(10):
             await client.call_tool("save_page", {"slug": "Note", "content": "hi"})
             await client.call_tool("rename_page", {"slug": "Note", "new_name": "Memo"})
             await client.call_tool("delete_page", {"slug": "Memo"})
-    assert [(r["door"], r["tool"]) for r in lines(vault_dir)] == [
+    log = lines(vault_dir)
+    assert [(r["door"], r["tool"]) for r in log] == [
         ("mcp", "save_page"),
         ("mcp", "rename_page"),
         ("mcp", "delete_page"),
     ]
+    assert {(r["client_name"], r["client_version"]) for r in log} == {("test-agent", "9.9")}
+    sessions = {r["session"] for r in log}  # one process, one stdio-like session
+    assert len(sessions) == 1 and None not in sessions
 
 
 def test_the_cli_writes_as_cli(
@@ -133,11 +142,13 @@ def test_the_cli_writes_as_cli(
     assert main(["--vault", str(vault_dir), "save", "Note"]) == 0
     assert main(["--vault", str(vault_dir), "rename", "Note", "Memo"]) == 0
     assert main(["--vault", str(vault_dir), "delete", "Memo"]) == 0
-    assert [(r["door"], r["tool"]) for r in lines(vault_dir)] == [
+    log = lines(vault_dir)
+    assert [(r["door"], r["tool"]) for r in log] == [
         ("cli", "save_page"),
         ("cli", "rename_page"),
         ("cli", "delete_page"),
     ]
+    assert {(r["client_name"], r["session"]) for r in log} == {("lore", None)}
     capsys.readouterr()
 
 

@@ -2,8 +2,9 @@
 
 Every save, delete and rename that changes the vault, through any door (the MCP
 server, the `lore` command line, or the Python API), appends one line: when, which
-door and tool, the page(s), the SHA-256 of the content before and after, and the
-placeholders created and removed. It is the record of what an agent wrote. A save
+door and tool, and through the MCP door which session and client (the name and
+version it gave in `initialize`), the page(s), the SHA-256 of the content before and
+after, and the placeholders created and removed. It is the record of what an agent wrote. A save
 that changes nothing (same content) is not a write and is not logged; nor are edits
 made outside (an editor, `git pull`) that the watcher applies to the index.
 
@@ -26,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from lore_mcp.config import AUDIT_FILE, LORE_DIR
 from lore_mcp.errors import InvalidArgumentError, LoreError
@@ -40,6 +41,30 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Door(str):
+    """Who asks for a write: `mcp`, `cli` or `api`, with the MCP session and the client
+    when there is one. It is the door's name as a string (as the engine passes it on
+    to the history), carrying the rest to the audit record."""
+
+    session: str | None
+    client_name: str | None
+    client_version: str | None
+
+    def __new__(
+        cls,
+        name: str,
+        *,
+        session: str | None = None,
+        client_name: str | None = None,
+        client_version: str | None = None,
+    ) -> Door:
+        door = super().__new__(cls, name)
+        door.session = session
+        door.client_name = client_name
+        door.client_version = client_version
+        return door
 
 
 class PageChange(BaseModel):
@@ -58,6 +83,15 @@ class AuditRecord(BaseModel):
     door: str = Field(description="mcp, cli or api: who asked for the write")
     tool: str = Field(description="save_page, delete_page or rename_page")
     pid: int = Field(default_factory=os.getpid, description="The writing process")
+    session: str | None = Field(
+        default=None,
+        description="The MCP session: its Mcp-Session-Id over HTTP, one per process on "
+        "stdio; null where there is none (the CLI, a request of the 2026-07-28 protocol)",
+    )
+    client_name: str | None = Field(
+        default=None, description="The client's name, as its initialize gave it"
+    )
+    client_version: str | None = Field(default=None, description="The client's version")
     slug: str = Field(description="The page written (after a rename: its new slug)")
     path: str = Field(description="Its vault-relative file")
     old_slug: str | None = Field(default=None, description="rename_page: the slug before")
@@ -72,6 +106,26 @@ class AuditRecord(BaseModel):
     )
     placeholders_created: list[str] = Field(default_factory=list)
     placeholders_removed: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_door(cls, data: object) -> object:
+        """A `Door` given as `door` fills in the session and the client."""
+        if isinstance(data, dict) and isinstance(door := data.get("door"), Door):
+            return (
+                {
+                    "session": door.session,
+                    "client_name": door.client_name,
+                    "client_version": door.client_version,
+                }
+                | data
+                | {"door": str(door)}
+            )
+        return data
+
+    def client(self) -> str:
+        """The client as one word or two (name and version), or empty."""
+        return " ".join(part for part in (self.client_name, self.client_version) if part)
 
     def slugs(self) -> set[str]:
         """Every page the write touched."""

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 WRITES = frozenset({"save", "rename", "delete", "restore"})
+CLI_DOOR = audit.Door("cli", client_name="lore", client_version=__version__)
 MAX_LIMIT = 1000
 # Engine messages are written for the agent and name its tools; people get commands.
 TOOL_COMMANDS = {
@@ -91,6 +92,14 @@ def _number(low: int, high: int) -> Callable[[str], int]:
 
     parse.__name__ = "number"
     return parse
+
+
+def _duration(text: str) -> float:
+    """Seconds, written as 90, 90s, 30m or 2h."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text.lower())
+    if match is None or float(match[1]) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time such as 90s, 30m or 2h")
+    return float(match[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[match[2]]
 
 
 def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
@@ -234,6 +243,18 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow a --host that is not a loopback address (other machines can connect)",
     )
+    group.add_argument(
+        "--session-timeout",
+        type=_duration,
+        metavar="TIME",
+        help="close a session idle this long, e.g. 90s, 30m, 2h (default: 30m)",
+    )
+    group.add_argument(
+        "--max-sessions",
+        type=_number(1, 1_000_000),
+        metavar="N",
+        help="refuse new sessions (503) while N are open (default: 200)",
+    )
 
 
 def _vault_path(args: argparse.Namespace) -> Path:
@@ -320,12 +341,13 @@ def _serve(args: argparse.Namespace) -> int:
 def _http_options(args: argparse.Namespace) -> HttpOptions | None:
     """The HTTP settings, or None to serve over stdio. Raises `LoreError` when there is
     no usable token or the host is refused."""
+    flags = ("host", "port", "token_file", "session_timeout", "max_sessions")
     if not args.http:
-        if (
-            any(getattr(args, flag) is not None for flag in ("host", "port", "token_file"))
-            or args.allow_remote
-        ):
-            raise UsageError("--host, --port, --token-file and --allow-remote need --http")
+        if any(getattr(args, flag) is not None for flag in flags) or args.allow_remote:
+            raise UsageError(
+                "--host, --port, --token-file, --allow-remote, --session-timeout and "
+                "--max-sessions need --http"
+            )
         return None
     from lore_mcp import http
 
@@ -334,6 +356,8 @@ def _http_options(args: argparse.Namespace) -> HttpOptions | None:
         host=args.host or http.DEFAULT_HOST,
         port=http.DEFAULT_PORT if args.port is None else args.port,
         allow_remote=args.allow_remote,
+        session_timeout=args.session_timeout or http.DEFAULT_SESSION_TIMEOUT,
+        max_sessions=args.max_sessions or http.DEFAULT_MAX_SESSIONS,
     )
 
 
@@ -388,15 +412,15 @@ def _call(vault: engine.Vault, args: argparse.Namespace, content: str | None) ->
         case "graph":
             return engine.get_graph(vault, args.name, args.depth)
         case "save":
-            return engine.save_page(vault, args.name, content or "", door="cli")
+            return engine.save_page(vault, args.name, content or "", door=CLI_DOOR)
         case "rename":
-            return engine.rename_page(vault, args.name, args.new_name, door="cli")
+            return engine.rename_page(vault, args.name, args.new_name, door=CLI_DOOR)
         case "delete":
-            return engine.delete_page(vault, args.name, door="cli")
+            return engine.delete_page(vault, args.name, door=CLI_DOOR)
         case "history":
             return engine.page_history(vault, args.name)
         case "restore":
-            return engine.restore_page(vault, args.name, args.version, door="cli")
+            return engine.restore_page(vault, args.name, args.version, door=CLI_DOOR)
         case "doctor":
             return engine.doctor(vault)
     raise AssertionError(f"unhandled command {args.command!r}")

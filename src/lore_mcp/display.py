@@ -328,14 +328,16 @@ def _audit(result: AuditLog, console: Console) -> None:
     if not result.records:
         console.print(Text(f"No writes recorded in {result.path}."))
     else:
-        table = _table("time (UTC)", "door", "tool", "page", "change")
+        table = _table("time (UTC)", "door", "client", "session", "tool", "page", "change")
         for r in result.records:
             page = (
                 _slug(r.slug)
                 if r.old_slug is None
                 else Text.assemble(_slug(r.old_slug), " -> ", _slug(r.slug))
             )
-            table.add_row(r.time[:19].replace("T", " "), r.door, r.tool, page, _change(r))
+            when = r.time[:19].replace("T", " ")
+            session = (r.session or "")[:8]
+            table.add_row(when, r.door, r.client(), session, r.tool, page, _change(r))
         console.print(table)
     if result.skipped:
         console.print(Text(f"{_plural(result.skipped, 'line')} could not be read", style="yellow"))

@@ -18,9 +18,10 @@ import os
 import signal
 import sys
 import threading
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
 import anyio
@@ -30,7 +31,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from lore_mcp import __version__, budget, render
+from lore_mcp import __version__, audit, budget, render
 from lore_mcp import vault as engine
 from lore_mcp.config import (
     DEFAULT_MAX_RESULT_CHARS,
@@ -88,10 +89,12 @@ GUIDE = (
 
 @dataclass
 class Served:
-    """What every tool call can reach: the vault and the result size limit."""
+    """What every tool call can reach: the vault, the result size limit, and the id the
+    audit log gives a stdio session (one process serves one)."""
 
     vault: Vault
     max_result_chars: int
+    stdio_session: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 Ctx = Context[Served, Any]
@@ -170,6 +173,24 @@ async def _call(ctx: Ctx, operation: Callable[[Vault], T]) -> T:
         raise ToolError(INTERNAL_ERROR) from exc
 
 
+def _door(ctx: Ctx) -> audit.Door:
+    """Who writes, for the audit log: the MCP door, the session (Mcp-Session-Id over
+    HTTP; the process's own id on stdio) and the client as its initialize named it."""
+    headers = ctx.headers  # None on stdio
+    if headers is None:
+        session: str | None = ctx.request_context.lifespan_context.stdio_session
+    else:
+        session = headers.get("mcp-session-id")
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return audit.Door(
+        "mcp",
+        session=session,
+        client_name=info.name if info is not None else None,
+        client_version=info.version if info is not None else None,
+    )
+
+
 def _result(ctx: Ctx, model: R, draw: Callable[[R], str]) -> CallToolResult:
     """Readable text for the model, the model's fields as structured content; both
     within the result size limit (an oversized result is shrunk by `budget`)."""
@@ -207,8 +228,9 @@ async def save_page(
     top; a path ('notes/Idea', './Idea', 'Idea.md') means exactly that file. Links,
     search index and graph are updated in the same call. The version replaced is kept
     in the history. To edit, read the page first and send the full new content."""
+    door = _door(ctx)
     saved = await _call(
-        ctx, lambda v: engine.save_page(v, slug, content, door="mcp", expected_hash=expected_hash)
+        ctx, lambda v: engine.save_page(v, slug, content, door=door, expected_hash=expected_hash)
     )
     return _result(ctx, saved, render.saved)
 
@@ -219,8 +241,9 @@ async def delete_page(
     """Delete a page. Its last version is kept in the vault's history (`lore restore`
     brings it back). If other pages still link to it, it stays on as a placeholder. The
     name must match one page only."""
+    door = _door(ctx)
     deleted = await _call(
-        ctx, lambda v: engine.delete_page(v, slug, door="mcp", expected_hash=expected_hash)
+        ctx, lambda v: engine.delete_page(v, slug, door=door, expected_hash=expected_hash)
     )
     return _result(ctx, deleted, render.deleted)
 
@@ -231,9 +254,10 @@ async def rename_page(
     """Rename or move a page and rewrite every [[link]] that pointed at it, in every
     page (aliases, headings and embeds are kept). Nothing is lost. The name must match
     one page only, and the new name must be free."""
+    door = _door(ctx)
     renamed = await _call(
         ctx,
-        lambda v: engine.rename_page(v, slug, new_name, door="mcp", expected_hash=expected_hash),
+        lambda v: engine.rename_page(v, slug, new_name, door=door, expected_hash=expected_hash),
     )
     return _result(ctx, renamed, render.renamed)
 
