@@ -174,7 +174,7 @@ def test_titles(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
 
 def test_backlinks(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
     code, out, _ = run(capsys, "--vault", str(brain_dir), "backlinks", "roadmap")
-    assert code == 0 and "Links to roadmap (2)" in out and "open-questions" in out
+    assert code == 0 and "Links to roadmap (2 lines)" in out and "open-questions" in out
     assert "Mentions" not in out
     found = run_json(capsys, brain_dir, "backlinks", "Roadmap", "--unlinked")
     assert {b["slug"] for b in found["linked"]} == {"open-questions", "concepts/placeholders"}
@@ -193,6 +193,12 @@ def test_list_pages_and_paging(capsys: pytest.CaptureFixture[str], brain_dir: Pa
     assert len(first["pages"]) + len(rest["pages"]) == 18
     code, out, _ = run(capsys, "--vault", str(brain_dir), "list", "--limit", "5")
     assert code == 0 and "agent-habits" in out and "1-5 of 18; next: --offset 5" in out
+    os.utime(brain_dir / "tools" / "Renaming.md")  # modified now: the latest
+    latest = run_json(capsys, brain_dir, "list", "--sort", "modified", "--limit", "1")
+    assert [p["slug"] for p in latest["pages"]] == ["tools/renaming"]
+    assert latest["sort"] == "modified" and latest["pages"][0]["modified"].endswith("Z")
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "list", "--sort", "modified")
+    assert code == 0 and "modified (UTC)" in out.splitlines()[0]
 
 
 def test_graph(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
@@ -200,6 +206,7 @@ def test_graph(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
     assert (shape["pages"], shape["placeholders"]) == (18, 1)
     code, out, _ = run(capsys, "--vault", str(brain_dir), "graph")
     assert code == 0 and "18 pages, 1 placeholder" in out and "Most linked" in out
+    assert "0 orphans, 0 unreferenced" in out and shape["unreferenced_count"] == 0
     near = run_json(capsys, brain_dir, "graph", "roadmap")["neighbourhood"]
     far = run_json(capsys, brain_dir, "graph", "roadmap", "--depth", "2")["neighbourhood"]
     assert {n["slug"] for n in near["nodes"]} == {

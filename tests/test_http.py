@@ -180,7 +180,7 @@ async def test_tools_work_with_the_token(brain_dir: Path, mode: str, source: str
             tools = (await c.list_tools()).tools
             assert len(tools) == 9 and all(t.output_schema for t in tools)
             page = await call(c, "read_page", slug="Slugs")
-            assert text(page).startswith("---\ntitle: Slugs\nslug: concepts/slugs\n")
+            assert text(page).startswith("<page-info>\ntitle: Slugs\nslug: concepts/slugs\n")
             saved = await call(
                 c, "save_page", slug="notes/Over HTTP", content="via [[Slugs]] 記憶 okapi"
             )

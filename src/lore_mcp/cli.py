@@ -143,8 +143,14 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     p = command("backlinks", "the lines in other pages that link to a page")
     p.add_argument("name")
     p.add_argument("--unlinked", action="store_true", help="also plain-text mentions")
-    p = command("list", "pages sorted by slug, a page of them at a time")
+    p = command("list", "pages by slug or by modification time, a page of them at a time")
     p.add_argument("folder", nargs="?", default="", help="only pages under this folder")
+    p.add_argument(
+        "--sort",
+        choices=("slug", "modified"),
+        default="slug",
+        help="slug (default), or modified: the latest modified first",
+    )
     p.add_argument("--placeholders", action="store_true", help="include placeholders")
     p.add_argument("--offset", type=_number(0, 2**31), default=0, help="skip N pages")
     p.add_argument("--limit", type=limit, default=100, help="at most N pages (default 100)")
@@ -408,7 +414,9 @@ def _call(vault: engine.Vault, args: argparse.Namespace, content: str | None) ->
         case "backlinks":
             return engine.get_backlinks(vault, args.name, args.unlinked)
         case "list":
-            return engine.list_pages(vault, args.folder, args.placeholders, args.offset, args.limit)
+            return engine.list_pages(
+                vault, args.folder, args.placeholders, args.offset, args.limit, sort=args.sort
+            )
         case "graph":
             return engine.get_graph(vault, args.name, args.depth)
         case "save":

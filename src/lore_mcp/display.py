@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 PLAIN_WIDTH = 4096
 SLUG = "cyan"
 MUTED = "dim"
-NUMERIC = frozenset({"line", "in", "out", "hops"})
+NUMERIC = frozenset({"line", "links", "in", "out", "hops"})
 
 Draw = Callable[[Console], None]
 
@@ -191,12 +191,13 @@ def _titles(result: TitleMatches, console: Console) -> None:
     console.print(table)
 
 
-def _lines(console: Console, heading: str, rows: list[Backlink]) -> None:
-    _heading(console, f"{heading} ({len(rows)})")
+def _lines(console: Console, heading: str, rows: list[Backlink], linked: bool = True) -> None:
+    _heading(console, f"{heading} ({_plural(len(rows), 'line')})")
     if rows:
-        table = _table("page", "line", "text")
+        table = _table("page", "line", *(["links"] if linked else []), "text")
         for row in rows:
-            table.add_row(_slug(row.slug), str(row.line), Text(row.text))
+            count = [str(row.links)] if linked else []
+            table.add_row(_slug(row.slug), str(row.line), *count, Text(row.text))
         console.print(table)
 
 
@@ -204,7 +205,7 @@ def _lines(console: Console, heading: str, rows: list[Backlink]) -> None:
 def _backlinks(result: Backlinks, console: Console) -> None:
     _lines(console, f"Links to {result.slug}", result.linked)
     if result.unlinked is not None:
-        _lines(console, f"Mentions of {result.title!r} without a link", result.unlinked)
+        _lines(console, f"Mentions of {result.title!r} without a link", result.unlinked, False)
 
 
 @show.register
@@ -212,10 +213,15 @@ def _list(result: PageList, console: Console) -> None:
     if not result.pages:
         console.print(Text(f"No pages here ({result.total} in all)."))
         return
-    table = _table("slug", "title", "in", "out")
+    table = _table("slug", "title", "in", "out", "modified (UTC)")
     for p in result.pages:
+        when = (p.modified or "").replace("T", " ").removesuffix("Z")
         table.add_row(
-            _slug(p.slug), _title(p.title, p.is_placeholder), str(p.links_in), str(p.links_out)
+            _slug(p.slug),
+            _title(p.title, p.is_placeholder),
+            str(p.links_in),
+            str(p.links_out),
+            Text(when, style=MUTED),
         )
     console.print(table)
     last = result.offset + len(result.pages)
@@ -255,15 +261,26 @@ def _shape(shape: VaultShape, console: Console) -> None:
     console.print(
         Text(
             f"{_plural(shape.pages, 'page')}, {_plural(shape.placeholders, 'placeholder')}, "
-            f"{_plural(shape.links, 'link')} between pages, {_plural(shape.orphan_count, 'orphan')}"
+            f"{_plural(shape.links, 'link')} between pages, "
+            f"{_plural(shape.orphan_count, 'orphan')}, {shape.unreferenced_count} unreferenced"
         )
     )
     _counts(console, "Most linked", shape.most_linked)
     _counts(console, "Unresolved (placeholders)", shape.unresolved)
-    if shape.orphans:
-        _heading(console, "Orphans")
-        for slug in shape.orphans:
-            console.print(_slug(slug))
+    for heading, slugs, total in (
+        ("Orphans (no links in or out)", shape.orphans, shape.orphan_count),
+        (
+            "Unreferenced (no other page links to them)",
+            shape.unreferenced,
+            shape.unreferenced_count,
+        ),
+    ):
+        if slugs:
+            _heading(console, heading)
+            for slug in slugs:
+                console.print(_slug(slug))
+            if total > len(slugs):
+                console.print(Text(f"... and {total - len(slugs)} more", style=MUTED))
 
 
 @show.register

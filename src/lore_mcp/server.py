@@ -22,7 +22,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -270,11 +270,17 @@ async def list_pages(
     ] = False,
     offset: Offset = 0,
     limit: Annotated[int, _limit("pages")] = 100,
+    *,
+    sort: Annotated[
+        Literal["slug", "modified"],
+        Field(description="slug: by slug (default); modified: the latest modified first"),
+    ] = "slug",
 ) -> Annotated[CallToolResult, PageList]:
-    """List pages sorted by slug, with how many links go out and come in. Page through
-    long listings with offset (the result says the next offset)."""
+    """List pages with how many links go out and come in and when each file was last
+    modified: by slug, or with sort="modified" the latest first (what changed lately).
+    Page through long listings with offset (the result says the next offset)."""
     listing = await _call(
-        ctx, lambda v: engine.list_pages(v, folder, include_placeholders, offset, limit)
+        ctx, lambda v: engine.list_pages(v, folder, include_placeholders, offset, limit, sort=sort)
     )
     return _result(ctx, listing, render.listing)
 
@@ -320,7 +326,8 @@ async def get_graph(
 ) -> Annotated[CallToolResult, GraphResult]:
     """The link graph. With a slug: the pages within `depth` links of it (either
     direction) and the links between them. Without: the vault's shape - counts, orphan
-    pages, the most linked pages and unresolved link targets."""
+    pages (no links in or out), unreferenced pages (nothing links to them), the most
+    linked pages and unresolved link targets."""
     graph = await _call(ctx, lambda v: engine.get_graph(v, slug, depth))
     return _result(ctx, graph, render.graph)
 

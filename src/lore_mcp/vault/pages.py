@@ -60,6 +60,7 @@ def read_page(vault: Vault, name: str, offset: int = 0) -> PageView:
                     PageRef(slug=s, title=vault.graph.title(s))
                     for s in vault.graph.linking_to(slug)
                 ],
+                "backlink_count": vault.graph.in_degree(slug),
                 "links": outgoing(vault, slug),
                 "alternatives": alternatives,
             }
