@@ -19,6 +19,7 @@ import pytest
 from mcp import Client
 from mcp.types import Implementation
 
+from helpers import environment
 from lore_mcp import audit
 from lore_mcp import vault as ops
 from lore_mcp.cli import main
@@ -266,7 +267,11 @@ def test_parse_since() -> None:
     assert audit.parse_since("2025-06-01T10:00Z") == datetime(2025, 6, 1, 10, tzinfo=UTC)
     local = audit.parse_since("2025-06-01")
     assert local.tzinfo is not None and local.replace(tzinfo=None) == datetime(2025, 6, 1)
-    for bad in ("yesterday", "5 parsecs", "-1h", ""):
+    today = audit.parse_since("today", now)
+    assert today.tzinfo is not None and (today.hour, today.minute) == (0, 0)
+    assert today <= now < today + timedelta(days=1)
+    assert audit.parse_since("Yesterday", now) == today - timedelta(days=1)
+    for bad in ("tomorrow", "5 parsecs", "-1h", ""):
         with pytest.raises(InvalidArgumentError, match="neither a time span"):
             audit.parse_since(bad, now)
 
@@ -291,4 +296,16 @@ def test_lore_log(
     assert [r["tool"] for r in shown["records"]] == ["rename_page"] and shown["skipped"] == 0
     assert main([*vault, "log", "--since", "soon"]) == 2  # a usage error of the one parser
     assert "neither a time span" in capsys.readouterr().err
+    assert main([*vault, "log", "--since", "yesterday"]) == 0
+    assert "roadmap" in capsys.readouterr().out
+    lore = [sys.executable, "-c", "from lore_mcp.cli import lore_main; lore_main()"]
+    done = subprocess.run(
+        [*lore, *vault, "log", "--since", "someday"],
+        capture_output=True,
+        text=True,
+        env=environment(),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and "neither a time span" in done.stderr
     assert main(["--vault", str(brain_dir / "nope"), "log"]) == 2  # not a folder: usage

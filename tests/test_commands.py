@@ -322,6 +322,28 @@ def test_doctor_on_the_sample_vault_warns_only(
     assert code == 1
 
 
+def test_doctor_puts_the_verdict_first_and_caps_each_list(
+    capsys: pytest.CaptureFixture[str], brain_dir: Path
+) -> None:
+    for i in range(30):
+        write(brain_dir, f"lonely/Alone {i:02}.md", "nobody links here")
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "doctor")
+    lines = out.splitlines()
+    assert code == 0 and lines[1] == "0 errors, 31 warnings"
+    assert "Orphans (no links in or out): 30" in out and "lonely/alone-19" in out
+    assert "lonely/alone-20" not in out
+    assert "... and 10 more (lore doctor --all lists every one)" in out
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "doctor", "--all")
+    assert "lonely/alone-29" in out and "more (lore doctor --all" not in out
+
+
+def test_progress_says_how_long_so_far_and_about_how_long_is_left() -> None:
+    assert display.progress_line(5, 20, 10.0) == (
+        "indexed 5 of 20 changed files in 10 s, about 30 s left"
+    )
+    assert display.progress_line(20, 20, 75.4) == "indexed 20 of 20 changed files in 1 min 15 s"
+
+
 def test_doctor_finds_errors(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
     write(brain_dir, "My Page.md", "first [[Index]]")
     write(brain_dir, "my-page.md", "second")

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 _RELATIVE = re.compile(r"(\d+)\s*([smhdw])", re.IGNORECASE)
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_DAYS = {"today": 0, "yesterday": 1}
 
 
 def _now() -> str:
@@ -272,10 +273,13 @@ def _touches(record: AuditRecord, key: str | None) -> bool:
 
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:
-    """`1h`, `30m`, `2d`, `1w` ago, or an ISO date or time (local time unless it names
-    its offset, `Z` for UTC)."""
+    """`1h`, `30m`, `2d`, `1w` ago, `today` or `yesterday` (from local midnight), or an
+    ISO date or time (local time unless it names its offset, `Z` for UTC)."""
     now = now or datetime.now(UTC)
     text = text.strip()
+    if (days := _DAYS.get(text.lower())) is not None:
+        midnight = now.astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
+        return midnight - timedelta(days=days)
     if (match := _RELATIVE.fullmatch(text)) is not None:
         unit = _UNITS[match.group(2).lower()]
         return now - timedelta(**{unit: int(match.group(1))})
@@ -283,7 +287,7 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
         when = datetime.fromisoformat(text)
     except ValueError:
         raise InvalidArgumentError(
-            f"--since {text!r} is neither a time span (30m, 1h, 2d, 1w) nor an ISO date or "
-            "time (2025-06-01, 2025-06-01T14:30, 2025-06-01T14:30Z)."
+            f"--since {text!r} is neither a time span (30m, 1h, 2d, 1w), today, yesterday, "
+            "nor an ISO date or time (2025-06-01, 2025-06-01T14:30, 2025-06-01T14:30Z)."
         ) from None
     return when if when.tzinfo is not None else when.astimezone()

@@ -60,7 +60,8 @@ exit status:
 """
 
 DOCTOR_HELP = """\
-Check the vault's health.
+Check the vault's health: the verdict and the counts first, then each kind of finding
+(the first 20 of each; --all lists every one; --json gives them all).
 
 errors (exit status 1):
   slug collisions       two files with one slug; the one that sorts second is not indexed
@@ -168,9 +169,15 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     p.add_argument("--version", type=_number(1, 2**31), default=1, help="which one (1: the newest)")
     p = command("doctor", "check the vault's health", DOCTOR_HELP)
     p.add_argument("--strict", action="store_true", help="warnings count as errors")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help=f"list every finding (default: the first {display.DOCTOR_ROWS} of each kind)",
+    )
     p = command("log", "the audit log: every save, delete and rename, oldest first")
     p.add_argument(
-        "--since", help="only writes since then: 30m, 1h, 2d, 1w, or an ISO date or time"
+        "--since",
+        help="only writes since then: 30m, 1h, 2d, 1w, today, yesterday, or an ISO date or time",
     )
     p.add_argument("--slug", help="only writes that touched this page")
     p.add_argument("--limit", type=_number(1, 2**31), help="only the last N writes")
@@ -389,7 +396,7 @@ def _run(args: argparse.Namespace) -> int:
             result = _call(opened, args, content)
         finally:
             opened.close()
-    _print(result, args.json)
+    _print(result, args.json, every_row=getattr(args, "all", False))
     if isinstance(result, DoctorReport) and (result.errors or (args.strict and result.warnings)):
         return EXIT_FAILED
     return EXIT_OK
@@ -459,7 +466,7 @@ def _write(text: str) -> None:
     sys.stdout.buffer.flush()
 
 
-def _print(result: BaseModel, as_json: bool) -> None:
+def _print(result: BaseModel, as_json: bool, every_row: bool = False) -> None:
     if as_json:
         _write(result.model_dump_json(indent=2) + "\n")
     elif isinstance(result, PageView):
@@ -467,7 +474,7 @@ def _print(result: BaseModel, as_json: bool) -> None:
         _page_notes(result)
     else:
         draw: display.Draw = (
-            partial(display.doctor, result)
+            partial(display.doctor, result, rows=None if every_row else display.DOCTOR_ROWS)
             if isinstance(result, DoctorReport)
             else partial(display.show, result)
         )
@@ -490,16 +497,22 @@ def _page_notes(page: PageView) -> None:
 
 
 class _PlainProgress:
-    """Progress as a line on stderr at most once a second, and when done."""
+    """Progress as a line on stderr at most once a second, and when done: how far, how
+    long so far, and about how long is left."""
 
     def __init__(self, interval: float = 1.0) -> None:
         self._interval = interval
-        self._next = time.monotonic() + interval
+        self._started = time.monotonic()
+        self._next = self._started + interval
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
         if done == total or now >= self._next:
-            print(f"lore: indexed {done} of {total} changed files", file=sys.stderr, flush=True)
+            print(
+                f"lore: {display.progress_line(done, total, now - self._started)}",
+                file=sys.stderr,
+                flush=True,
+            )
             self._next = now + self._interval
 
 

@@ -9,13 +9,21 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import singledispatch
+from functools import partial, singledispatch
 from typing import IO, TYPE_CHECKING
 
 from pydantic import BaseModel
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -83,6 +91,9 @@ def progress_bar(
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("files"),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
         console=console or Console(stderr=True),
         transient=transient,
     )
@@ -100,6 +111,19 @@ def progress_bar(
     finally:
         if task is not None:
             bar.stop()
+
+
+def progress_line(done: int, total: int, elapsed: float) -> str:
+    """An index pass's progress as words: how far, how long so far, about how long left."""
+    line = f"indexed {done} of {total} changed files in {_duration(elapsed)}"
+    if 0 < done < total and elapsed >= 1:
+        line += f", about {_duration(elapsed * (total - done) / done)} left"
+    return line
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60} min {whole % 60:02d} s" if whole >= 60 else f"{whole} s"
 
 
 # -- pieces -------------------------------------------------------------------------------
@@ -384,37 +408,43 @@ def _change(record: AuditRecord) -> Text:
 # -- doctor -------------------------------------------------------------------------------
 
 
-def doctor(report: DoctorReport, console: Console) -> None:
-    """The health report: errors, then warnings, then the verdict."""
+DOCTOR_ROWS = 20  # rows per list of `lore doctor`, unless every one is asked for
+
+
+def doctor(report: DoctorReport, console: Console, rows: int | None = DOCTOR_ROWS) -> None:
+    """The health report: the verdict first, then errors, then warnings, each list cut
+    to `rows` rows (None: every one)."""
+    verdict = f"{_plural(report.errors, 'error')}, {_plural(report.warnings, 'warning')}"
     console.print(
         Text(
             f"{report.vault}: {_plural(report.pages, 'page')}, "
             f"{_plural(report.placeholders, 'placeholder')}, {_plural(report.links, 'link')}"
         )
     )
-    _section(
-        console,
+    console.print(Text(verdict, style="bold red" if report.errors else "bold green"))
+    console.print(
+        Text(
+            f"history: {_plural(report.history_versions, 'kept version')}, "
+            f"{report.history_bytes / 1e6:.1f} MB in .lore/history/"
+        )
+    )
+    section = partial(_section, console, limit=rows)
+    section(
         "error",
         "Slug collisions (the second file is not indexed)",
         ("slug", "indexed", "not indexed"),
         [(c.slug, c.kept or "", c.shadowed) for c in report.collisions],
     )
-    _section(
-        console,
+    section(
         "error",
         "Not valid UTF-8 (indexed as far as it decodes)",
         ("slug", "file"),
         [(f.slug, f.path) for f in report.invalid_utf8],
     )
-    _section(
-        console,
-        "error",
-        "Not indexed",
-        ("file", "reason"),
-        [(f.path, f.reason) for f in report.unindexed],
+    section(
+        "error", "Not indexed", ("file", "reason"), [(f.path, f.reason) for f in report.unindexed]
     )
-    _section(
-        console,
+    section(
         "warning",
         "Unresolved links (placeholders)",
         ("placeholder", "written at", "as"),
@@ -424,8 +454,7 @@ def doctor(report: DoctorReport, console: Console) -> None:
             for s in u.links
         ],
     )
-    _section(
-        console,
+    section(
         "warning",
         "Ambiguous links",
         ("written at", "as", "resolved to", "candidates"),
@@ -434,30 +463,18 @@ def doctor(report: DoctorReport, console: Console) -> None:
             for a in report.ambiguous
         ],
     )
-    _section(
-        console,
+    section(
         "warning",
         "Orphans (no links in or out)",
         ("slug", "file"),
         [(o.slug, o.path) for o in report.orphans],
     )
-    console.print()
-    console.print(
-        Text(
-            f"history: {_plural(report.history_versions, 'kept version')}, "
-            f"{report.history_bytes / 1e6:.1f} MB in .lore/history/"
-        )
-    )
-    _section(
-        console,
+    section(
         "warning",
         "Frontmatter that does not parse (the page has no properties)",
         ("file", "problem"),
         [(f.path, f.reason) for f in report.broken_properties],
     )
-    verdict = f"{_plural(report.errors, 'error')}, {_plural(report.warnings, 'warning')}"
-    console.print()
-    console.print(Text(verdict, style="bold red" if report.errors else "bold green"))
 
 
 def _section(
@@ -466,13 +483,20 @@ def _section(
     heading: str,
     headers: tuple[str, ...],
     rows: list[tuple[str, ...]],
+    *,
+    limit: int | None,
 ) -> None:
     if not rows:
         return
     console.print()
     colour = "red" if severity == "error" else "yellow"
-    console.print(Text.assemble((f"{severity}: ", f"bold {colour}"), (heading, "bold")))
+    console.print(
+        Text.assemble((f"{severity}: ", f"bold {colour}"), (f"{heading}: {len(rows)}", "bold"))
+    )
     table = _table(*headers)
-    for row in rows:
+    for row in rows[:limit]:
         table.add_row(_slug(row[0]), *(Text(cell) for cell in row[1:]))
     console.print(table)
+    if limit is not None and len(rows) > limit:
+        left = len(rows) - limit
+        console.print(Text(f"... and {left} more (lore doctor --all lists every one)", style=MUTED))
