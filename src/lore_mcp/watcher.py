@@ -43,6 +43,7 @@ POLLING_ONLY: tuple[ObserverFactory, ...] = (PollingObserver,)
 
 MAX_DELAY = 2.0
 CHECK_EVERY = 60.0  # seconds between two comparisons of the files with the index
+CHECK_SHARE = 30  # the checks take at most about 1/30 of the worker's time
 STORM = 2000  # paths in one batch past which a pass over every file is simpler
 READY_POLL = 0.1
 ATTEMPTS = 3  # a failed batch is tried again this often before a full pass takes over
@@ -196,7 +197,11 @@ class VaultWatcher:
 
     def _do(self, job: _Job) -> None:
         if job.kind == "check":
+            started = time.monotonic()
             self._check()
+            took = time.monotonic() - started
+            with self._cond:  # on a vault so large that a check is slow, fewer checks
+                self._next_check = time.monotonic() + max(self._check_every, took * CHECK_SHARE)
         elif job.kind == "full":
             self._resync(self._vault)
         else:

@@ -219,14 +219,16 @@ class PageTable:
         self, prefix: str, placeholders: bool, offset: int, limit: int, newest: bool = False
     ) -> list[tuple[str, int]]:
         """(slug, mtime_ns) of the rows whose slug starts with `prefix`, a slice of them:
-        by slug, or with `newest` the latest modified first (placeholders last)."""
-        order = "path IS NULL, mtime_ns DESC, slug" if newest else "slug"
-        sql = (
-            "SELECT slug, mtime_ns FROM pages WHERE slug >= ? AND slug < ? "
-            f"AND (? OR path IS NOT NULL) ORDER BY {order} LIMIT ? OFFSET ?"
-        )
-        args = (prefix, prefix + "\U0010ffff", placeholders, limit, offset)
-        return [(str(slug), int(mtime)) for slug, mtime in self._conn.execute(sql, args)]
+        by slug, or with `newest` the latest modified first (placeholders, time 0, last)."""
+        where = "(? OR path IS NOT NULL)"
+        args: list[object] = [placeholders]
+        if prefix:  # the whole vault: no range, so the order can come from an index
+            where += " AND slug >= ? AND slug < ?"
+            args += [prefix, prefix + "\U0010ffff"]
+        order = "mtime_ns DESC, slug" if newest else "slug"
+        sql = f"SELECT slug, mtime_ns FROM pages WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
+        rows = self._conn.execute(sql, (*args, limit, offset))
+        return [(str(slug), int(mtime)) for slug, mtime in rows]
 
     def count_under(self, prefix: str, placeholders: bool) -> int:
         sql = "SELECT count(*) FROM pages WHERE slug >= ? AND slug < ? AND (? OR path IS NOT NULL)"
