@@ -53,7 +53,7 @@ def test_a_locked_index_opens_at_once_and_a_write_fails_cleanly(brain_dir: Path)
     with write_lock(brain_dir):
         state = ops.open_vault(brain_dir, scan=False)  # reads the schema; takes no lock
         try:
-            state.index.busy_timeout = 0.3
+            state.index.busy_timeout = 0.1
             with pytest.raises(VaultBusyError, match="Nothing was changed; try again"):
                 ops.index_vault(state)
             with pytest.raises(VaultBusyError, match="vault is busy"):

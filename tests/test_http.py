@@ -400,6 +400,7 @@ async def ping(http: httpx2.AsyncClient, url: str, session: str) -> int:
     return (await http.post(url, headers=headers, content=body)).status_code
 
 
+@pytest.mark.slow
 async def test_sessions_are_bounded_expire_and_are_named_in_the_audit_log(
     vault_dir: Path,
 ) -> None:
