@@ -213,7 +213,11 @@ class VaultWatcher:
         observer = self._observer
         if observer is not None and not observer.is_alive() and not self._stopping:
             log.warning("the file watcher of %s stopped; starting it again", self._vault.root)
-            self._observer = _Handler(self._vault.root, self.add).observe(self._factories)
+            self._observer = started = _Handler(self._vault.root, self.add).observe(self._factories)
+            if self._stopping:  # stop() came meanwhile and may have missed it
+                started.stop()
+                started.join()
+                return
             self._resync(self._vault)
             return
         changed = changed_on_disk(self._vault)
