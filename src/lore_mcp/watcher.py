@@ -23,7 +23,9 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from watchdog import events
 from watchdog.observers import Observer
@@ -93,12 +95,12 @@ def _ancestors(path: str) -> Iterator[str]:
         yield "/".join(parts[:end])
 
 
+@dataclass(frozen=True)
 class _Job:
     """What the worker does next: a batch of paths, a full pass, or the periodic check."""
 
-    def __init__(self, kind: str, paths: list[str] | None = None) -> None:
-        self.kind = kind
-        self.paths = paths or []
+    kind: Literal["batch", "full", "check"]
+    paths: list[str] = field(default_factory=list)
 
 
 class VaultWatcher:
