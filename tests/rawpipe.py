@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-PASS_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV")
+PASS_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "PYTHONPATH")
 PROTOCOL = "2025-11-25"
 # `python -m lore_mcp` with its slow imports (the mcp SDK, about a second) done ahead:
 # the process imports, then waits for one byte on stdin before it opens the vault and

@@ -17,7 +17,9 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.types import Implementation
 
+from helpers import environment
 from lore_mcp import audit
 from lore_mcp import vault as ops
 from lore_mcp.cli import main
@@ -112,18 +114,26 @@ def test_writes_that_change_nothing_leave_no_line(state: Vault, vault_dir: Path)
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_the_server_writes_as_mcp(vault_dir: Path) -> None:
+async def test_the_server_writes_as_mcp_naming_session_and_client(
+    vault_dir: Path, mode: str
+) -> None:
     server = build_server(ops.open_vault(vault_dir, scan=False))
-    async with Client(server) as client:
+    agent = Implementation(name="test-agent", version="9.9")
+    connect = "legacy" if mode == "legacy" else "auto"
+    async with Client(server, mode=connect, client_info=agent) as client:
         with anyio.fail_after(10):
             await client.call_tool("save_page", {"slug": "Note", "content": "hi"})
             await client.call_tool("rename_page", {"slug": "Note", "new_name": "Memo"})
             await client.call_tool("delete_page", {"slug": "Memo"})
-    assert [(r["door"], r["tool"]) for r in lines(vault_dir)] == [
+    log = lines(vault_dir)
+    assert [(r["door"], r["tool"]) for r in log] == [
         ("mcp", "save_page"),
         ("mcp", "rename_page"),
         ("mcp", "delete_page"),
     ]
+    assert {(r["client_name"], r["client_version"]) for r in log} == {("test-agent", "9.9")}
+    sessions = {r["session"] for r in log}  # one process, one stdio-like session
+    assert len(sessions) == 1 and None not in sessions
 
 
 def test_the_cli_writes_as_cli(
@@ -133,11 +143,13 @@ def test_the_cli_writes_as_cli(
     assert main(["--vault", str(vault_dir), "save", "Note"]) == 0
     assert main(["--vault", str(vault_dir), "rename", "Note", "Memo"]) == 0
     assert main(["--vault", str(vault_dir), "delete", "Memo"]) == 0
-    assert [(r["door"], r["tool"]) for r in lines(vault_dir)] == [
+    log = lines(vault_dir)
+    assert [(r["door"], r["tool"]) for r in log] == [
         ("cli", "save_page"),
         ("cli", "rename_page"),
         ("cli", "delete_page"),
     ]
+    assert {(r["client_name"], r["session"]) for r in log} == {("lore", None)}
     capsys.readouterr()
 
 
@@ -255,7 +267,11 @@ def test_parse_since() -> None:
     assert audit.parse_since("2025-06-01T10:00Z") == datetime(2025, 6, 1, 10, tzinfo=UTC)
     local = audit.parse_since("2025-06-01")
     assert local.tzinfo is not None and local.replace(tzinfo=None) == datetime(2025, 6, 1)
-    for bad in ("yesterday", "5 parsecs", "-1h", ""):
+    today = audit.parse_since("today", now)
+    assert today.tzinfo is not None and (today.hour, today.minute) == (0, 0)
+    assert today <= now < today + timedelta(days=1)
+    assert audit.parse_since("Yesterday", now) == today - timedelta(days=1)
+    for bad in ("tomorrow", "5 parsecs", "-1h", ""):
         with pytest.raises(InvalidArgumentError, match="neither a time span"):
             audit.parse_since(bad, now)
 
@@ -280,4 +296,16 @@ def test_lore_log(
     assert [r["tool"] for r in shown["records"]] == ["rename_page"] and shown["skipped"] == 0
     assert main([*vault, "log", "--since", "soon"]) == 2  # a usage error of the one parser
     assert "neither a time span" in capsys.readouterr().err
+    assert main([*vault, "log", "--since", "yesterday"]) == 0
+    assert "roadmap" in capsys.readouterr().out
+    lore = [sys.executable, "-c", "from lore_mcp.cli import lore_main; lore_main()"]
+    done = subprocess.run(
+        [*lore, *vault, "log", "--since", "someday"],
+        capture_output=True,
+        text=True,
+        env=environment(),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and "neither a time span" in done.stderr
     assert main(["--vault", str(brain_dir / "nope"), "log"]) == 2  # not a folder: usage

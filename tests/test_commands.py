@@ -176,7 +176,7 @@ def test_titles(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
 
 def test_backlinks(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
     code, out, _ = run(capsys, "--vault", str(brain_dir), "backlinks", "roadmap")
-    assert code == 0 and "Links to roadmap (2)" in out and "open-questions" in out
+    assert code == 0 and "Links to roadmap (2 lines)" in out and "open-questions" in out
     assert "Mentions" not in out
     found = run_json(capsys, brain_dir, "backlinks", "Roadmap", "--unlinked")
     assert {b["slug"] for b in found["linked"]} == {"open-questions", "concepts/placeholders"}
@@ -195,6 +195,12 @@ def test_list_pages_and_paging(capsys: pytest.CaptureFixture[str], brain_dir: Pa
     assert len(first["pages"]) + len(rest["pages"]) == 18
     code, out, _ = run(capsys, "--vault", str(brain_dir), "list", "--limit", "5")
     assert code == 0 and "agent-habits" in out and "1-5 of 18; next: --offset 5" in out
+    os.utime(brain_dir / "tools" / "Renaming.md")  # modified now: the latest
+    latest = run_json(capsys, brain_dir, "list", "--sort", "modified", "--limit", "1")
+    assert [p["slug"] for p in latest["pages"]] == ["tools/renaming"]
+    assert latest["sort"] == "modified" and latest["pages"][0]["modified"].endswith("Z")
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "list", "--sort", "modified")
+    assert code == 0 and "modified (UTC)" in out.splitlines()[0]
 
 
 def test_graph(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
@@ -202,6 +208,7 @@ def test_graph(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
     assert (shape["pages"], shape["placeholders"]) == (18, 1)
     code, out, _ = run(capsys, "--vault", str(brain_dir), "graph")
     assert code == 0 and "18 pages, 1 placeholder" in out and "Most linked" in out
+    assert "0 orphans, 0 unreferenced" in out and shape["unreferenced_count"] == 0
     near = run_json(capsys, brain_dir, "graph", "roadmap")["neighbourhood"]
     far = run_json(capsys, brain_dir, "graph", "roadmap", "--depth", "2")["neighbourhood"]
     assert {n["slug"] for n in near["nodes"]} == {
@@ -315,6 +322,28 @@ def test_doctor_on_the_sample_vault_warns_only(
     assert code == 0 and "Open Questions.md:6" in out and "0 errors" in out
     code, _, _ = run(capsys, "--vault", str(brain_dir), "doctor", "--strict")
     assert code == 1
+
+
+def test_doctor_puts_the_verdict_first_and_caps_each_list(
+    capsys: pytest.CaptureFixture[str], brain_dir: Path
+) -> None:
+    for i in range(30):
+        write(brain_dir, f"lonely/Alone {i:02}.md", "nobody links here")
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "doctor")
+    lines = out.splitlines()
+    assert code == 0 and lines[1] == "0 errors, 31 warnings"
+    assert "Orphans (no links in or out): 30" in out and "lonely/alone-19" in out
+    assert "lonely/alone-20" not in out
+    assert "... and 10 more (lore doctor --all lists every one)" in out
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "doctor", "--all")
+    assert "lonely/alone-29" in out and "more (lore doctor --all" not in out
+
+
+def test_progress_says_how_long_so_far_and_about_how_long_is_left() -> None:
+    assert display.progress_line(5, 20, 10.0) == (
+        "indexed 5 of 20 changed files in 10 s, about 30 s left"
+    )
+    assert display.progress_line(20, 20, 75.4) == "indexed 20 of 20 changed files in 1 min 15 s"
 
 
 def test_doctor_finds_errors(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:

@@ -35,6 +35,7 @@ def test_orphans_and_most_linked() -> None:
     graph.set_node("ghost", "Ghost", placeholder=True)
     graph.add_edges([("a", "b"), ("c", "b"), ("a", "ghost"), ("selfish", "selfish")])
     assert graph.orphans() == ["lonely", "selfish"]  # a link to itself does not count
+    assert graph.unreferenced() == ["a", "c", "lonely", "selfish"]  # whatever they link to
     assert graph.most_linked(10, placeholders=False) == [("b", 2), ("selfish", 1)]
     assert graph.most_linked(1, placeholders=False) == [("b", 2)]
     assert graph.most_linked(10, placeholders=True) == [("ghost", 1)]

@@ -22,10 +22,11 @@ import httpx2
 import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, Implementation
 from starlette.types import Receive, Scope, Send
 
 from helpers import assert_matches_fresh, environment, run_cli, text
+from lore_mcp import audit
 from lore_mcp import vault as engine
 from lore_mcp.cli import main, mcp_main
 from lore_mcp.errors import LoreError
@@ -179,7 +180,7 @@ async def test_tools_work_with_the_token(brain_dir: Path, mode: str, source: str
             tools = (await c.list_tools()).tools
             assert len(tools) == 9 and all(t.output_schema for t in tools)
             page = await call(c, "read_page", slug="Slugs")
-            assert text(page).startswith("---\ntitle: Slugs\nslug: concepts/slugs\n")
+            assert text(page).startswith("<page-info>\ntitle: Slugs\nslug: concepts/slugs\n")
             saved = await call(
                 c, "save_page", slug="notes/Over HTTP", content="via [[Slugs]] 記憶 okapi"
             )
@@ -361,6 +362,89 @@ async def test_a_stop_signal_shuts_down_cleanly(
         assert_matches_fresh(state)
     finally:
         state.close()
+
+
+# -- sessions ----------------------------------------------------------------------------
+
+
+async def open_session(http: httpx2.AsyncClient, url: str) -> tuple[int, str | None]:
+    """A raw `initialize` that opens a session and is then abandoned: status, session id."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "abandoned", "version": "0"},
+        },
+    }
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    reply = await http.post(url, headers=headers, content=json.dumps(body))
+    return reply.status_code, reply.headers.get("mcp-session-id")
+
+
+async def ping(http: httpx2.AsyncClient, url: str, session: str) -> int:
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Mcp-Session-Id": session,
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    body = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    return (await http.post(url, headers=headers, content=body)).status_code
+
+
+@pytest.mark.slow
+async def test_sessions_are_bounded_expire_and_are_named_in_the_audit_log(
+    vault_dir: Path,
+) -> None:
+    args = ("--no-watch", "--max-sessions", "2", "--session-timeout", "1s")
+    with anyio.fail_after(60):
+        async with serving(vault_dir, *args) as served, httpx2.AsyncClient() as http:
+            assert "at most 2 sessions, each closed after 1 s idle" in served.stderr()
+            async with (
+                named(served.url, "agent-a") as a,
+                named(served.url, "agent-b") as b,
+            ):
+                await call(a, "save_page", slug="From A", content="a")
+                await call(b, "save_page", slug="From B", content="b")
+                assert (await open_session(http, served.url))[0] == 503  # two are open
+            async with named(served.url, "agent-c", MODERN) as c:  # no session in this era
+                await call(c, "save_page", slug="From C", content="c")
+            # The clients closed theirs: room for two that are then abandoned.
+            first, second = [await open_session(http, served.url) for _ in range(2)]
+            assert first[0] == second[0] == 200 and first[1] and second[1]
+            assert await ping(http, served.url, first[1]) == 200
+            while (await open_session(http, served.url))[0] == 503:  # until they expire
+                await anyio.sleep(0.2)
+            assert await ping(http, served.url, first[1]) == 404
+    log = {r.slug: r for r in audit.read_log(vault_dir).records}
+    assert [log[s].client_name for s in ("from-a", "from-b", "from-c")] == [
+        "agent-a",
+        "agent-b",
+        "agent-c",
+    ]
+    assert log["from-a"].session and log["from-b"].session
+    assert log["from-a"].session != log["from-b"].session
+    assert log["from-c"].session is None
+
+
+@asynccontextmanager
+async def named(url: str, name: str, mode: str = "legacy") -> AsyncIterator[Client]:
+    """The SDK's HTTP client, introducing itself as `name`."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    info = Implementation(name=name, version="1.0")
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30)) as http:
+        transport = streamable_http_client(url, http_client=http)
+        connect = "legacy" if mode == "legacy" else "auto"
+        async with Client(transport, mode=connect, client_info=info) as client:
+            yield client
 
 
 # -- refusing to start --------------------------------------------------------------------

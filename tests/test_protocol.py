@@ -38,7 +38,7 @@ def still_serving(raw: RawServer) -> list[dict[str, Any]]:
     """A valid call answers correctly; the messages that arrived before its reply."""
     reply, before = raw.wait_for(raw.call_tool("read_page", slug="Slugs"))
     assert reply["result"]["isError"] is False
-    assert tool_text(reply).startswith("---\ntitle: Slugs\nslug: concepts/slugs\n")
+    assert tool_text(reply).startswith("<page-info>\ntitle: Slugs\nslug: concepts/slugs\n")
     return before
 
 

@@ -126,10 +126,10 @@ def test_instructions_count_pages(brain_dir: Path) -> None:
 async def test_read_page_text_is_markdown(client: Client) -> None:
     result = await call(client, "read_page", slug="Link Resolution")
     body = text(result)
-    assert body.startswith("---\ntitle: Link Resolution\nslug: concepts/link-resolution\n")
+    assert body.startswith("<page-info>\ntitle: Link Resolution\nslug: concepts/link-resolution\n")
     assert "path: concepts/Link Resolution.md\n" in body
-    assert "backlinks: " in body and "index" in body
-    assert "\n---\n# Link Resolution\n\nHow a link target" in body
+    assert "backlinks (9): " in body and "index" in body
+    assert "\n</page-info>\n# Link Resolution\n\nHow a link target" in body
     data = result.structured_content
     assert data is not None and data["slug"] == "concepts/link-resolution"
     assert body.endswith(data["content"])

@@ -28,7 +28,7 @@ async def exercise(client: Client) -> None:
     assert len(tools) == 9 and all(t.output_schema for t in tools)
     page = await call(client, "read_page", slug="Slugs")
     assert page.is_error is False
-    assert text(page).startswith("---\ntitle: Slugs\nslug: concepts/slugs\n")
+    assert text(page).startswith("<page-info>\ntitle: Slugs\nslug: concepts/slugs\n")
     saved = await call(
         client, "save_page", slug="notes/Stdio Test", content="Saved over stdio: 記憶 zebra."
     )

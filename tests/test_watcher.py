@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
 
 from conftest import write
 from lore_mcp import vault as engine
 from lore_mcp.models import SyncReport
 from lore_mcp.vault import Vault
 from lore_mcp.watcher import (
+    ATTEMPTS,
     MAX_DELAY,
     POLLING_ONLY,
     VaultWatcher,
@@ -373,19 +376,28 @@ def test_apply_errors_are_logged_and_retried(
     assert "disk on fire" in caplog.text
 
 
-def test_persistent_errors_do_not_kill_the_worker(
+def test_persistent_errors_end_in_a_full_pass(
     state: Vault, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """A batch that keeps failing is tried a few times, then a pass over every file
+    takes it in; the worker lives on for the next batch."""
     calls: list[list[str]] = []
+    passes: list[SyncReport] = []
 
     def broken(_state: Vault, paths: list[str]) -> None:
         calls.append(paths)
         raise RuntimeError("always broken")
 
-    start_watcher(state, 0.05, apply=broken)
+    def resync(opened: Vault) -> SyncReport:
+        passes.append(engine.resync(opened))
+        return passes[-1]
+
+    start_watcher(state, 0.05, apply=broken, resync=resync)
     write(state.root, "One.md", "one\n")
-    assert wait_until(lambda: len(calls) >= 3)
-    assert wait_until(lambda: "giving up" in caplog.text)
+    assert wait_until(lambda: len(calls) >= ATTEMPTS)
+    assert wait_until(lambda: bool(passes))
+    assert passes[0].added == 1 and "one" in state.pages
+    assert "always broken" in caplog.text
     write(state.root, "Two.md", "two\n")
     assert wait_until(lambda: ["Two.md"] in calls)
 
@@ -405,6 +417,96 @@ def test_falls_back_to_polling(watch: Start, caplog: pytest.LogCaptureFixture) -
     (w.root / "notes").rename(w.root / "moved")
     w.converge()
     assert "moved/gamma" in w.state.pages
+
+
+# -- events that never come ----------------------------------------------------------------
+
+
+def opened_with_an_unreported_edit(root: Path) -> Vault:
+    """The seeded vault, indexed, then a page edited before any watcher looks."""
+    for rel, text in SEED.items():
+        write(root, rel, text)
+    state = engine.open_vault(root)
+    write(root, "Alpha.md", "Alpha now links [[Unreported]].\n")
+    return state
+
+
+@dataclass
+class Passes:
+    """A `resync` that records each pass over every file."""
+
+    reports: list[SyncReport] = field(default_factory=list)
+
+    def __call__(self, state: Vault) -> SyncReport:
+        self.reports.append(engine.resync(state))
+        return self.reports[-1]
+
+
+def test_an_overflow_makes_a_full_pass(vault_dir: Path, tmp_path: Path) -> None:
+    state = opened_with_an_unreported_edit(vault_dir)
+    passes, recorder = Passes(), Recorder()
+    watcher = start_watcher(state, FAST, apply=recorder, resync=passes, check_every=3600)
+    try:
+        # What watchdog's inotify observer logs, and all it does, when events were lost.
+        logging.getLogger("watchdog.observers.inotify_c").warning(
+            "Inotify queue overflowed; filesystem events were lost"
+        )
+        Watched(vault_dir, state, recorder, watcher, tmp_path).converge()
+        assert [r.updated for r in passes.reports] == [1] and recorder.batches == []
+        assert "unreported" in state.placeholders
+    finally:
+        state.close()
+
+
+def test_the_periodic_check_takes_in_what_no_event_reported(
+    vault_dir: Path, tmp_path: Path
+) -> None:
+    state = opened_with_an_unreported_edit(vault_dir)
+    recorder = Recorder()
+    watcher = start_watcher(state, FAST, apply=recorder, check_every=0.1)
+    try:
+        Watched(vault_dir, state, recorder, watcher, tmp_path).converge()
+        assert recorder.batches[0] == ["Alpha.md"]
+        assert "unreported" in state.placeholders
+    finally:
+        state.close()
+
+
+def test_a_storm_of_events_gets_one_full_pass(vault_dir: Path, tmp_path: Path) -> None:
+    state = engine.open_vault(vault_dir)
+    passes, recorder = Passes(), Recorder()
+    watcher = VaultWatcher(state, recorder, FAST, 2.0, resync=passes, check_every=3600, storm=10)
+    watcher.start()
+    state.watcher = watcher
+    try:
+        for i in range(40):
+            write(vault_dir, f"Storm {i}.md", f"Storm {i} links [[Storm {i + 1}]].\n")
+        Watched(vault_dir, state, recorder, watcher, tmp_path).converge()
+        assert passes.reports and all(len(batch) <= 10 for batch in recorder.batches)
+    finally:
+        state.close()
+
+
+def test_a_dead_observer_is_started_again(vault_dir: Path, tmp_path: Path) -> None:
+    state = opened_with_an_unreported_edit(vault_dir)
+    made: list[BaseObserver] = []
+
+    def observer() -> BaseObserver:
+        made.append(Observer())
+        return made[-1]
+
+    passes, recorder = Passes(), Recorder()
+    watcher = VaultWatcher(state, recorder, FAST, 2.0, resync=passes, check_every=0.1)
+    watcher.start((observer,))
+    state.watcher = watcher
+    try:
+        made[0].stop()
+        made[0].join()
+        assert wait_until(lambda: len(made) == 2 and bool(passes.reports))
+        assert made[1].is_alive()
+        Watched(vault_dir, state, recorder, watcher, tmp_path).converge()
+    finally:
+        state.close()
 
 
 # -- stopping ---------------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 Every save, delete and rename that changes the vault, through any door (the MCP
 server, the `lore` command line, or the Python API), appends one line: when, which
-door and tool, the page(s), the SHA-256 of the content before and after, and the
-placeholders created and removed. It is the record of what an agent wrote. A save
+door and tool, and through the MCP door which session and client (the name and
+version it gave in `initialize`), the page(s), the SHA-256 of the content before and
+after, and the placeholders created and removed. It is the record of what an agent wrote. A save
 that changes nothing (same content) is not a write and is not logged; nor are edits
 made outside (an editor, `git pull`) that the watcher applies to the index.
 
@@ -26,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from lore_mcp.config import AUDIT_FILE, LORE_DIR
 from lore_mcp.errors import InvalidArgumentError, LoreError
@@ -36,10 +37,35 @@ log = logging.getLogger(__name__)
 
 _RELATIVE = re.compile(r"(\d+)\s*([smhdw])", re.IGNORECASE)
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_DAYS = {"today": 0, "yesterday": 1}
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Door(str):
+    """Who asks for a write: `mcp`, `cli` or `api`, with the MCP session and the client
+    when there is one. It is the door's name as a string (as the engine passes it on
+    to the history), carrying the rest to the audit record."""
+
+    session: str | None
+    client_name: str | None
+    client_version: str | None
+
+    def __new__(
+        cls,
+        name: str,
+        *,
+        session: str | None = None,
+        client_name: str | None = None,
+        client_version: str | None = None,
+    ) -> Door:
+        door = super().__new__(cls, name)
+        door.session = session
+        door.client_name = client_name
+        door.client_version = client_version
+        return door
 
 
 class PageChange(BaseModel):
@@ -61,6 +87,15 @@ class AuditRecord(BaseModel):
         default=None, description="save_page: replace, append, prepend, edit or section"
     )
     pid: int = Field(default_factory=os.getpid, description="The writing process")
+    session: str | None = Field(
+        default=None,
+        description="The MCP session: its Mcp-Session-Id over HTTP, one per process on "
+        "stdio; null where there is none (the CLI, a request of the 2026-07-28 protocol)",
+    )
+    client_name: str | None = Field(
+        default=None, description="The client's name, as its initialize gave it"
+    )
+    client_version: str | None = Field(default=None, description="The client's version")
     slug: str = Field(description="The page written (after a rename: its new slug)")
     path: str = Field(description="Its vault-relative file")
     old_slug: str | None = Field(default=None, description="rename_page: the slug before")
@@ -75,6 +110,26 @@ class AuditRecord(BaseModel):
     )
     placeholders_created: list[str] = Field(default_factory=list)
     placeholders_removed: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_door(cls, data: object) -> object:
+        """A `Door` given as `door` fills in the session and the client."""
+        if isinstance(data, dict) and isinstance(door := data.get("door"), Door):
+            return (
+                {
+                    "session": door.session,
+                    "client_name": door.client_name,
+                    "client_version": door.client_version,
+                }
+                | data
+                | {"door": str(door)}
+            )
+        return data
+
+    def client(self) -> str:
+        """The client as one word or two (name and version), or empty."""
+        return " ".join(part for part in (self.client_name, self.client_version) if part)
 
     def slugs(self) -> set[str]:
         """Every page the write touched."""
@@ -221,10 +276,13 @@ def _touches(record: AuditRecord, key: str | None) -> bool:
 
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:
-    """`1h`, `30m`, `2d`, `1w` ago, or an ISO date or time (local time unless it names
-    its offset, `Z` for UTC)."""
+    """`1h`, `30m`, `2d`, `1w` ago, `today` or `yesterday` (from local midnight), or an
+    ISO date or time (local time unless it names its offset, `Z` for UTC)."""
     now = now or datetime.now(UTC)
     text = text.strip()
+    if (days := _DAYS.get(text.lower())) is not None:
+        midnight = now.astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
+        return midnight - timedelta(days=days)
     if (match := _RELATIVE.fullmatch(text)) is not None:
         unit = _UNITS[match.group(2).lower()]
         return now - timedelta(**{unit: int(match.group(1))})
@@ -232,7 +290,7 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
         when = datetime.fromisoformat(text)
     except ValueError:
         raise InvalidArgumentError(
-            f"--since {text!r} is neither a time span (30m, 1h, 2d, 1w) nor an ISO date or "
-            "time (2025-06-01, 2025-06-01T14:30, 2025-06-01T14:30Z)."
+            f"--since {text!r} is neither a time span (30m, 1h, 2d, 1w), today, yesterday, "
+            "nor an ISO date or time (2025-06-01, 2025-06-01T14:30, 2025-06-01T14:30Z)."
         ) from None
     return when if when.tzinfo is not None else when.astimezone()

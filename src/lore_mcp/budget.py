@@ -265,15 +265,20 @@ def _neighbourhood(result: GraphResult, hood: Neighbourhood, ok: Fits) -> GraphR
 
 
 def _shape(result: GraphResult, shape: VaultShape, ok: Fits) -> GraphResult:
-    """The orphans, then the unresolved targets, then the most linked, cut from the tail."""
+    """The orphans, the unreferenced pages, the unresolved targets, then the most
+    linked, cut from the tail."""
 
     def outer(inner: VaultShape) -> GraphResult:
         return result.model_copy(update={"shape": inner})
 
     fields = [
         ("orphans", "orphans"),
+        ("unreferenced", "unreferenced pages"),
         ("unresolved", "unresolved targets"),
         ("most_linked", "most linked pages"),
     ]
     inner, cut = _trim_lists(shape, fields, lambda s: ok(outer(s)))
-    return _noted(outer(inner), f"{_shown(cut)} list_pages lists every page and placeholder.")
+    return _noted(
+        outer(inner),
+        f"{_shown(cut)} list_pages lists every page and placeholder with its links in and out.",
+    )

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 WRITES = frozenset({"save", "append", "prepend", "edit", "rename", "delete", "restore"})
 STDIN_WRITES = frozenset({"save", "append", "prepend", "edit"})
+CLI_DOOR = audit.Door("cli", client_name="lore", client_version=__version__)
 MAX_LIMIT = 1000
 # Engine messages are written for the agent and name its tools; people get commands.
 TOOL_COMMANDS = {
@@ -61,7 +62,8 @@ exit status:
 """
 
 DOCTOR_HELP = """\
-Check the vault's health.
+Check the vault's health: the verdict and the counts first, then each kind of finding
+(the first 20 of each; --all lists every one; --json gives them all).
 
 errors (exit status 1):
   slug collisions       two files with one slug; the one that sorts second is not indexed
@@ -93,6 +95,14 @@ def _number(low: int, high: int) -> Callable[[str], int]:
 
     parse.__name__ = "number"
     return parse
+
+
+def _duration(text: str) -> float:
+    """Seconds, written as 90, 90s, 30m or 2h."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text.lower())
+    if match is None or float(match[1]) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time such as 90s, 30m or 2h")
+    return float(match[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[match[2]]
 
 
 def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
@@ -136,8 +146,14 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     p = command("backlinks", "the lines in other pages that link to a page")
     p.add_argument("name")
     p.add_argument("--unlinked", action="store_true", help="also plain-text mentions")
-    p = command("list", "pages sorted by slug, a page of them at a time")
+    p = command("list", "pages by slug or by modification time, a page of them at a time")
     p.add_argument("folder", nargs="?", default="", help="only pages under this folder")
+    p.add_argument(
+        "--sort",
+        choices=("slug", "modified"),
+        default="slug",
+        help="slug (default), or modified: the latest modified first",
+    )
     p.add_argument("--placeholders", action="store_true", help="include placeholders")
     p.add_argument("--offset", type=_number(0, 2**31), default=0, help="skip N pages")
     p.add_argument("--limit", type=limit, default=100, help="at most N pages (default 100)")
@@ -155,9 +171,15 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     p.add_argument("--version", type=_number(1, 2**31), default=1, help="which one (1: the newest)")
     p = command("doctor", "check the vault's health", DOCTOR_HELP)
     p.add_argument("--strict", action="store_true", help="warnings count as errors")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help=f"list every finding (default: the first {display.DOCTOR_ROWS} of each kind)",
+    )
     p = command("log", "the audit log: every save, delete and rename, oldest first")
     p.add_argument(
-        "--since", help="only writes since then: 30m, 1h, 2d, 1w, or an ISO date or time"
+        "--since",
+        help="only writes since then: 30m, 1h, 2d, 1w, today, yesterday, or an ISO date or time",
     )
     p.add_argument("--slug", help="only writes that touched this page")
     p.add_argument("--limit", type=_number(1, 2**31), help="only the last N writes")
@@ -250,6 +272,18 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow a --host that is not a loopback address (other machines can connect)",
     )
+    group.add_argument(
+        "--session-timeout",
+        type=_duration,
+        metavar="TIME",
+        help="close a session idle this long, e.g. 90s, 30m, 2h (default: 30m)",
+    )
+    group.add_argument(
+        "--max-sessions",
+        type=_number(1, 1_000_000),
+        metavar="N",
+        help="refuse new sessions (503) while N are open (default: 200)",
+    )
 
 
 def _vault_path(args: argparse.Namespace) -> Path:
@@ -336,12 +370,13 @@ def _serve(args: argparse.Namespace) -> int:
 def _http_options(args: argparse.Namespace) -> HttpOptions | None:
     """The HTTP settings, or None to serve over stdio. Raises `LoreError` when there is
     no usable token or the host is refused."""
+    flags = ("host", "port", "token_file", "session_timeout", "max_sessions")
     if not args.http:
-        if (
-            any(getattr(args, flag) is not None for flag in ("host", "port", "token_file"))
-            or args.allow_remote
-        ):
-            raise UsageError("--host, --port, --token-file and --allow-remote need --http")
+        if any(getattr(args, flag) is not None for flag in flags) or args.allow_remote:
+            raise UsageError(
+                "--host, --port, --token-file, --allow-remote, --session-timeout and "
+                "--max-sessions need --http"
+            )
         return None
     from lore_mcp import http
 
@@ -350,6 +385,8 @@ def _http_options(args: argparse.Namespace) -> HttpOptions | None:
         host=args.host or http.DEFAULT_HOST,
         port=http.DEFAULT_PORT if args.port is None else args.port,
         allow_remote=args.allow_remote,
+        session_timeout=args.session_timeout or http.DEFAULT_SESSION_TIMEOUT,
+        max_sessions=args.max_sessions or http.DEFAULT_MAX_SESSIONS,
     )
 
 
@@ -376,7 +413,7 @@ def _run(args: argparse.Namespace) -> int:
             result = _call(opened, args, content)
         finally:
             opened.close()
-    _print(result, args.json)
+    _print(result, args.json, every_row=getattr(args, "all", False))
     if isinstance(result, DoctorReport) and (result.errors or (args.strict and result.warnings)):
         return EXIT_FAILED
     return EXIT_OK
@@ -418,29 +455,33 @@ def _call(
         case "backlinks":
             return engine.get_backlinks(vault, args.name, args.unlinked)
         case "list":
-            return engine.list_pages(vault, args.folder, args.placeholders, args.offset, args.limit)
+            return engine.list_pages(
+                vault, args.folder, args.placeholders, args.offset, args.limit, sort=args.sort
+            )
         case "graph":
             return engine.get_graph(vault, args.name, args.depth)
         case "save" if args.section is not None:
             return engine.save_page(
-                vault, args.name, content or "", mode="section", heading=args.section, door="cli"
+                vault, args.name, content or "", mode="section", heading=args.section, door=CLI_DOOR
             )
         case "save":
-            return engine.save_page(vault, args.name, content or "", door="cli")
+            return engine.save_page(vault, args.name, content or "", door=CLI_DOOR)
         case "append" | "prepend":
-            return engine.save_page(vault, args.name, content or "", mode=args.command, door="cli")
+            return engine.save_page(
+                vault, args.name, content or "", mode=args.command, door=CLI_DOOR
+            )
         case "edit":
             return engine.save_page(
-                vault, args.name, content or "", mode="edit", old_text=args.old, door="cli"
+                vault, args.name, content or "", mode="edit", old_text=args.old, door=CLI_DOOR
             )
         case "rename":
-            return engine.rename_page(vault, args.name, args.new_name, door="cli")
+            return engine.rename_page(vault, args.name, args.new_name, door=CLI_DOOR)
         case "delete":
-            return engine.delete_page(vault, args.name, door="cli")
+            return engine.delete_page(vault, args.name, door=CLI_DOOR)
         case "history":
             return engine.page_history(vault, args.name)
         case "restore":
-            return engine.restore_page(vault, args.name, args.version, door="cli")
+            return engine.restore_page(vault, args.name, args.version, door=CLI_DOOR)
         case "doctor":
             return engine.doctor(vault)
     raise AssertionError(f"unhandled command {args.command!r}")
@@ -475,7 +516,7 @@ def _write_bytes(data: bytes) -> None:
     sys.stdout.buffer.flush()
 
 
-def _print(result: BaseModel | _Source, as_json: bool) -> None:
+def _print(result: BaseModel | _Source, as_json: bool, every_row: bool = False) -> None:
     if isinstance(result, _Source):
         if as_json:
             _write(result.page.model_dump_json(indent=2) + "\n")
@@ -486,7 +527,7 @@ def _print(result: BaseModel | _Source, as_json: bool) -> None:
         _write(result.model_dump_json(indent=2) + "\n")
     else:
         draw: display.Draw = (
-            partial(display.doctor, result)
+            partial(display.doctor, result, rows=None if every_row else display.DOCTOR_ROWS)
             if isinstance(result, DoctorReport)
             else partial(display.show, result)
         )
@@ -515,16 +556,22 @@ def _page_notes(page: PageView) -> None:
 
 
 class _PlainProgress:
-    """Progress as a line on stderr at most once a second, and when done."""
+    """Progress as a line on stderr at most once a second, and when done: how far, how
+    long so far, and about how long is left."""
 
     def __init__(self, interval: float = 1.0) -> None:
         self._interval = interval
-        self._next = time.monotonic() + interval
+        self._started = time.monotonic()
+        self._next = self._started + interval
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
         if done == total or now >= self._next:
-            print(f"lore: indexed {done} of {total} changed files", file=sys.stderr, flush=True)
+            print(
+                f"lore: {display.progress_line(done, total, now - self._started)}",
+                file=sys.stderr,
+                flush=True,
+            )
             self._next = now + self._interval
 
 

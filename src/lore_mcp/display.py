@@ -9,13 +9,21 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import singledispatch
+from functools import partial, singledispatch
 from typing import IO, TYPE_CHECKING
 
 from pydantic import BaseModel
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -43,7 +51,7 @@ if TYPE_CHECKING:
 PLAIN_WIDTH = 4096
 SLUG = "cyan"
 MUTED = "dim"
-NUMERIC = frozenset({"line", "in", "out", "hops"})
+NUMERIC = frozenset({"line", "links", "in", "out", "hops"})
 
 Draw = Callable[[Console], None]
 
@@ -83,6 +91,9 @@ def progress_bar(
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("files"),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
         console=console or Console(stderr=True),
         transient=transient,
     )
@@ -100,6 +111,19 @@ def progress_bar(
     finally:
         if task is not None:
             bar.stop()
+
+
+def progress_line(done: int, total: int, elapsed: float) -> str:
+    """An index pass's progress as words: how far, how long so far, about how long left."""
+    line = f"indexed {done} of {total} changed files in {_duration(elapsed)}"
+    if 0 < done < total and elapsed >= 1:
+        line += f", about {_duration(elapsed * (total - done) / done)} left"
+    return line
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60} min {whole % 60:02d} s" if whole >= 60 else f"{whole} s"
 
 
 # -- pieces -------------------------------------------------------------------------------
@@ -191,12 +215,13 @@ def _titles(result: TitleMatches, console: Console) -> None:
     console.print(table)
 
 
-def _lines(console: Console, heading: str, rows: list[Backlink]) -> None:
-    _heading(console, f"{heading} ({len(rows)})")
+def _lines(console: Console, heading: str, rows: list[Backlink], linked: bool = True) -> None:
+    _heading(console, f"{heading} ({_plural(len(rows), 'line')})")
     if rows:
-        table = _table("page", "line", "text")
+        table = _table("page", "line", *(["links"] if linked else []), "text")
         for row in rows:
-            table.add_row(_slug(row.slug), str(row.line), Text(row.text))
+            count = [str(row.links)] if linked else []
+            table.add_row(_slug(row.slug), str(row.line), *count, Text(row.text))
         console.print(table)
 
 
@@ -204,7 +229,7 @@ def _lines(console: Console, heading: str, rows: list[Backlink]) -> None:
 def _backlinks(result: Backlinks, console: Console) -> None:
     _lines(console, f"Links to {result.slug}", result.linked)
     if result.unlinked is not None:
-        _lines(console, f"Mentions of {result.title!r} without a link", result.unlinked)
+        _lines(console, f"Mentions of {result.title!r} without a link", result.unlinked, False)
 
 
 @show.register
@@ -212,10 +237,15 @@ def _list(result: PageList, console: Console) -> None:
     if not result.pages:
         console.print(Text(f"No pages here ({result.total} in all)."))
         return
-    table = _table("slug", "title", "in", "out")
+    table = _table("slug", "title", "in", "out", "modified (UTC)")
     for p in result.pages:
+        when = (p.modified or "").replace("T", " ").removesuffix("Z")
         table.add_row(
-            _slug(p.slug), _title(p.title, p.is_placeholder), str(p.links_in), str(p.links_out)
+            _slug(p.slug),
+            _title(p.title, p.is_placeholder),
+            str(p.links_in),
+            str(p.links_out),
+            Text(when, style=MUTED),
         )
     console.print(table)
     last = result.offset + len(result.pages)
@@ -255,15 +285,26 @@ def _shape(shape: VaultShape, console: Console) -> None:
     console.print(
         Text(
             f"{_plural(shape.pages, 'page')}, {_plural(shape.placeholders, 'placeholder')}, "
-            f"{_plural(shape.links, 'link')} between pages, {_plural(shape.orphan_count, 'orphan')}"
+            f"{_plural(shape.links, 'link')} between pages, "
+            f"{_plural(shape.orphan_count, 'orphan')}, {shape.unreferenced_count} unreferenced"
         )
     )
     _counts(console, "Most linked", shape.most_linked)
     _counts(console, "Unresolved (placeholders)", shape.unresolved)
-    if shape.orphans:
-        _heading(console, "Orphans")
-        for slug in shape.orphans:
-            console.print(_slug(slug))
+    for heading, slugs, total in (
+        ("Orphans (no links in or out)", shape.orphans, shape.orphan_count),
+        (
+            "Unreferenced (no other page links to them)",
+            shape.unreferenced,
+            shape.unreferenced_count,
+        ),
+    ):
+        if slugs:
+            _heading(console, heading)
+            for slug in slugs:
+                console.print(_slug(slug))
+            if total > len(slugs):
+                console.print(Text(f"... and {total - len(slugs)} more", style=MUTED))
 
 
 _SAVED = {
@@ -336,15 +377,17 @@ def _audit(result: AuditLog, console: Console) -> None:
     if not result.records:
         console.print(Text(f"No writes recorded in {result.path}."))
     else:
-        table = _table("time (UTC)", "door", "tool", "page", "change")
+        table = _table("time (UTC)", "door", "client", "session", "tool", "page", "change")
         for r in result.records:
             page = (
                 _slug(r.slug)
                 if r.old_slug is None
                 else Text.assemble(_slug(r.old_slug), " -> ", _slug(r.slug))
             )
+            when = r.time[:19].replace("T", " ")
+            session = (r.session or "")[:8]
             tool = r.tool if r.mode in (None, "replace") else f"{r.tool} ({r.mode})"
-            table.add_row(r.time[:19].replace("T", " "), r.door, tool, page, _change(r))
+            table.add_row(when, r.door, r.client(), session, tool, page, _change(r))
         console.print(table)
     if result.skipped:
         console.print(Text(f"{_plural(result.skipped, 'line')} could not be read", style="yellow"))
@@ -374,37 +417,43 @@ def _change(record: AuditRecord) -> Text:
 # -- doctor -------------------------------------------------------------------------------
 
 
-def doctor(report: DoctorReport, console: Console) -> None:
-    """The health report: errors, then warnings, then the verdict."""
+DOCTOR_ROWS = 20  # rows per list of `lore doctor`, unless every one is asked for
+
+
+def doctor(report: DoctorReport, console: Console, rows: int | None = DOCTOR_ROWS) -> None:
+    """The health report: the verdict first, then errors, then warnings, each list cut
+    to `rows` rows (None: every one)."""
+    verdict = f"{_plural(report.errors, 'error')}, {_plural(report.warnings, 'warning')}"
     console.print(
         Text(
             f"{report.vault}: {_plural(report.pages, 'page')}, "
             f"{_plural(report.placeholders, 'placeholder')}, {_plural(report.links, 'link')}"
         )
     )
-    _section(
-        console,
+    console.print(Text(verdict, style="bold red" if report.errors else "bold green"))
+    console.print(
+        Text(
+            f"history: {_plural(report.history_versions, 'kept version')}, "
+            f"{report.history_bytes / 1e6:.1f} MB in .lore/history/"
+        )
+    )
+    section = partial(_section, console, limit=rows)
+    section(
         "error",
         "Slug collisions (the second file is not indexed)",
         ("slug", "indexed", "not indexed"),
         [(c.slug, c.kept or "", c.shadowed) for c in report.collisions],
     )
-    _section(
-        console,
+    section(
         "error",
         "Not valid UTF-8 (indexed as far as it decodes)",
         ("slug", "file"),
         [(f.slug, f.path) for f in report.invalid_utf8],
     )
-    _section(
-        console,
-        "error",
-        "Not indexed",
-        ("file", "reason"),
-        [(f.path, f.reason) for f in report.unindexed],
+    section(
+        "error", "Not indexed", ("file", "reason"), [(f.path, f.reason) for f in report.unindexed]
     )
-    _section(
-        console,
+    section(
         "warning",
         "Unresolved links (placeholders)",
         ("placeholder", "written at", "as"),
@@ -414,8 +463,7 @@ def doctor(report: DoctorReport, console: Console) -> None:
             for s in u.links
         ],
     )
-    _section(
-        console,
+    section(
         "warning",
         "Ambiguous links",
         ("written at", "as", "resolved to", "candidates"),
@@ -424,30 +472,18 @@ def doctor(report: DoctorReport, console: Console) -> None:
             for a in report.ambiguous
         ],
     )
-    _section(
-        console,
+    section(
         "warning",
         "Orphans (no links in or out)",
         ("slug", "file"),
         [(o.slug, o.path) for o in report.orphans],
     )
-    console.print()
-    console.print(
-        Text(
-            f"history: {_plural(report.history_versions, 'kept version')}, "
-            f"{report.history_bytes / 1e6:.1f} MB in .lore/history/"
-        )
-    )
-    _section(
-        console,
+    section(
         "warning",
         "Frontmatter that does not parse (the page has no properties)",
         ("file", "problem"),
         [(f.path, f.reason) for f in report.broken_properties],
     )
-    verdict = f"{_plural(report.errors, 'error')}, {_plural(report.warnings, 'warning')}"
-    console.print()
-    console.print(Text(verdict, style="bold red" if report.errors else "bold green"))
 
 
 def _section(
@@ -456,13 +492,20 @@ def _section(
     heading: str,
     headers: tuple[str, ...],
     rows: list[tuple[str, ...]],
+    *,
+    limit: int | None,
 ) -> None:
     if not rows:
         return
     console.print()
     colour = "red" if severity == "error" else "yellow"
-    console.print(Text.assemble((f"{severity}: ", f"bold {colour}"), (heading, "bold")))
+    console.print(
+        Text.assemble((f"{severity}: ", f"bold {colour}"), (f"{heading}: {len(rows)}", "bold"))
+    )
     table = _table(*headers)
-    for row in rows:
+    for row in rows[:limit]:
         table.add_row(_slug(row[0]), *(Text(cell) for cell in row[1:]))
     console.print(table)
+    if limit is not None and len(rows) > limit:
+        left = len(rows) - limit
+        console.print(Text(f"... and {left} more (lore doctor --all lists every one)", style=MUTED))

@@ -75,6 +75,18 @@ class VaultError(LoreError):
     """The vault itself cannot be used as asked (missing, not writable, read-only mode)."""
 
 
+class VaultBusyError(VaultError):
+    """Another process held the index's write lock for longer than a write may wait."""
+
+    def __init__(self, waited: float) -> None:
+        self.waited = waited
+        super().__init__(
+            f"The vault is busy: another process has held its index's write lock for "
+            f"{waited:.0f} s (a first index of a large vault, or a large change being taken "
+            "in). Nothing was changed; try again in a minute."
+        )
+
+
 class InvalidArgumentError(LoreError):
     """An argument out of range or of the wrong shape (a query, a depth, content)."""
 

@@ -106,6 +106,14 @@ class LinkGraph:
             and all(other == slug for other in self._g.predecessors(slug))
         )
 
+    def unreferenced(self) -> list[str]:
+        """Real pages no other page links to (a link to itself does not count)."""
+        return sorted(
+            slug
+            for slug, placeholder in self._g.nodes(data="placeholder")
+            if not placeholder and all(other == slug for other in self._g.predecessors(slug))
+        )
+
     def most_linked(self, count: int, placeholders: bool) -> list[tuple[str, int]]:
         """Nodes with the most distinct pages linking in, most first, ties by slug."""
         pool = (

@@ -7,6 +7,10 @@ answered 401 before it reaches the MCP app. There is no open mode, and a non-loo
 address needs `allow_remote` (and gets a warning in the log). The tools are the ones
 `server.build_server` defines; this module only wraps that server's Starlette app and runs
 it under uvicorn.
+
+Sessions are bounded: one idle for `session_timeout` seconds is closed (its id then
+answers 404 and the client starts a new one), and while `max_sessions` are open a new
+one is refused with 503. A closed or expired session is forgotten, and its memory with it.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ SHUTDOWN_GRACE_SECONDS = 2
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 MAKE_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+DEFAULT_SESSION_TIMEOUT = 30 * 60.0  # seconds a session may stay idle
+DEFAULT_MAX_SESSIONS = 200  # an abandoned session holds some tens of kilobytes until then
 
 
 @dataclass(frozen=True)
@@ -60,9 +66,16 @@ class HttpOptions:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     allow_remote: bool = False
+    session_timeout: float = DEFAULT_SESSION_TIMEOUT
+    max_sessions: int = DEFAULT_MAX_SESSIONS
 
     def __post_init__(self) -> None:
         check_token(self.token, "the server's settings")
+        if not 0 < self.session_timeout < float("inf") or self.max_sessions < 1:
+            raise LoreError(
+                "Sessions need a timeout above 0 seconds and room for at least one; "
+                f"{self.session_timeout} s and {self.max_sessions} were asked for."
+            )
         if not (self.allow_remote or is_loopback(self.host)):
             raise LoreError(
                 f"{self.host!r} is not a loopback address, so other machines could reach "
@@ -132,9 +145,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def announce(host: str, port: int) -> None:
+def announce(host: str, port: int, sessions: str = "") -> None:
     """Log where the server listens, and warn when that is beyond this machine."""
-    log.info("listening on %s (bearer token required)", endpoint_url(host, port))
+    log.info("listening on %s (bearer token required%s)", endpoint_url(host, port), sessions)
     if not is_loopback(host):
         log.warning(
             "serving on the non-loopback address %s: anyone who can reach it and holds the "
@@ -222,12 +235,21 @@ def _digest(secret: bytes) -> bytes:
 # -- the app and the server -------------------------------------------------------------------
 
 
-def http_app(server: MCPServer[Any], token: str, host: str = DEFAULT_HOST) -> ASGIApp:
-    """`server`'s Streamable HTTP app at /mcp, behind the bearer check. Its lifespan runs
-    the server's, so the vault opens and closes with the app."""
+def http_app(
+    server: MCPServer[Any],
+    token: str,
+    host: str = DEFAULT_HOST,
+    *,
+    session_timeout: float = DEFAULT_SESSION_TIMEOUT,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+) -> ASGIApp:
+    """`server`'s Streamable HTTP app at /mcp, behind the bearer check, with its sessions
+    bounded. Its lifespan runs the server's, so the vault opens and closes with the app."""
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         max_request_body_size=MAX_BODY_BYTES,
+        session_idle_timeout=session_timeout,
+        max_sessions=max_sessions,
         transport_security=transport_security(host),
         host=host,
     )
@@ -254,8 +276,18 @@ def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
     uvicorn runs in a thread of its own, so the signals reach this thread, which asks it
     to stop (uvicorn takes signals itself only in the main thread, and re-raises them)."""
     sock = _bind(options.host, options.port)
-    app = http_app(server, options.token, options.host)
-    announce(options.host, int(sock.getsockname()[1]))
+    app = http_app(
+        server,
+        options.token,
+        options.host,
+        session_timeout=options.session_timeout,
+        max_sessions=options.max_sessions,
+    )
+    sessions = (
+        f"; at most {options.max_sessions} sessions, each closed after "
+        f"{options.session_timeout:g} s idle"
+    )
+    announce(options.host, int(sock.getsockname()[1]), sessions)
     config = uvicorn.Config(
         app,
         lifespan="on",

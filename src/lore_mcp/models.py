@@ -74,6 +74,10 @@ class PageView(Budgeted):
     )
     is_placeholder: bool
     backlinks: list[PageRef] = Field(description="Pages that link here")
+    backlink_count: int | None = Field(
+        default=None,
+        description="How many pages link here in all (backlinks may list fewer, to fit)",
+    )
     links: list[OutgoingLink] = Field(description="Links in this page, in order")
     alternatives: list[str] = Field(
         default_factory=list,
@@ -193,11 +197,18 @@ class PageSummary(BaseModel):
     is_placeholder: bool
     links_out: int = Field(description="Distinct pages this page links to")
     links_in: int = Field(description="Distinct pages linking here")
+    modified: str | None = Field(
+        default=None,
+        description="When the file was last modified (ISO 8601, UTC); null for a placeholder",
+    )
 
 
 class PageList(Budgeted):
     """A page of the sorted listing."""
 
+    sort: Literal["slug", "modified"] = Field(
+        default="slug", description="slug: by slug; modified: the latest modified first"
+    )
     pages: list[PageSummary]
     total: int = Field(description="How many pages match in all")
     offset: int
@@ -249,6 +260,9 @@ class Backlink(BaseModel):
     title: str
     line: int
     text: str = Field(description="The line's text")
+    links: int = Field(
+        default=1, description="How many links to the page the line holds (0: a mention)"
+    )
 
 
 class Backlinks(Budgeted):
@@ -295,8 +309,13 @@ class VaultShape(BaseModel):
     pages: int
     placeholders: int
     links: int = Field(description="Distinct page-to-page edges")
-    orphans: list[str] = Field(description="Pages with no links in or out")
+    orphans: list[str] = Field(description="Pages with no links in or out (the first ones)")
     orphan_count: int
+    unreferenced: list[str] = Field(
+        default_factory=list,
+        description="Pages no other page links to, whatever they link to (the first ones)",
+    )
+    unreferenced_count: int = 0
     most_linked: list[LinkedCount]
     unresolved: list[LinkedCount] = Field(description="Placeholders, by how many pages link there")
 

@@ -24,10 +24,14 @@ from lore_mcp.models import (
 )
 
 
-def _join(items: Iterable[str], limit: int = 25) -> str:
+def _join(items: Iterable[str], limit: int = 25, total: int | None = None) -> str:
+    """The first `limit` items, and how many more there are: of `total` when the
+    items are only the first ones of that many."""
     unique = list(dict.fromkeys(items))
-    more = f", ... ({len(unique) - limit} more)" if len(unique) > limit else ""
-    return ", ".join(unique[:limit]) + more if unique else "none"
+    shown = unique[:limit]
+    left = (len(unique) if total is None else max(total, len(unique))) - len(shown)
+    more = f", ... ({left} more)" if left > 0 else ""
+    return ", ".join(shown) + more if shown else "none"
 
 
 def _plural(count: int, noun: str) -> str:
@@ -40,20 +44,20 @@ def _link(link: OutgoingLink) -> str:
     return f"{link.slug} (ambiguous)" if link.ambiguous else link.slug
 
 
+PAGE_INFO = "<page-info>"
+PAGE_INFO_END = "</page-info>"
+
+
 def page(view: PageView) -> str:
-    """A short header (title, slug, path, backlinks, links), then the page's text."""
-    header = "\n".join(_page_header(view)) + "\n"
-    if view.is_placeholder:
-        header += "(empty until save_page writes it)\n"
-    return header + view.content
-
-
-def _page_header(view: PageView) -> list[str]:
-    lines = ["---", f"title: {view.title}", f"slug: {view.slug}"]
+    """A header (title, slug, path, backlinks, links) between <page-info> tags, which no
+    Markdown or frontmatter uses, then the Markdown as it is in the file."""
+    lines = [PAGE_INFO, f"title: {view.title}", f"slug: {view.slug}"]
     lines.append(f"path: {view.path or 'none (a placeholder: linked to, no file yet)'}")
-    lines.append(f"backlinks: {_join(ref.slug for ref in view.backlinks)}")
+    total = len(view.backlinks) if view.backlink_count is None else view.backlink_count
+    lines.append(f"backlinks ({total}): {_join((r.slug for r in view.backlinks), total=total)}")
     if not view.is_placeholder:
-        lines.append(f"links: {_join(_link(link) for link in view.links)}")
+        targets = list(dict.fromkeys(_link(link) for link in view.links))
+        lines.append(f"links ({len(targets)}): {_join(targets)}")
     if view.alternatives:
         lines.append(f"also matches: {_join(view.alternatives)}")
     if view.offset or view.column or view.next_offset is not None:
@@ -63,8 +67,10 @@ def _page_header(view: PageView) -> list[str]:
             "encoding: not valid UTF-8; bytes that do not decode show as U+FFFD (only a "
             "whole-page save_page can change it)"
         )
-    lines.append("---")
-    return lines
+    lines.append(PAGE_INFO_END)
+    if view.is_placeholder:
+        lines.append("(empty until save_page writes it)")
+    return "\n".join(lines) + "\n" + view.content
 
 
 def _span(view: PageView) -> str:
@@ -144,10 +150,15 @@ def listing(result: PageList) -> str:
     if not result.pages:
         return f"No pages here (offset {result.offset}, {result.total} in all)."
     last = result.offset + len(result.pages)
-    lines = [f"Pages {result.offset + 1}-{last} of {result.total} (links out/in):"]
+    order = ", the latest modified first" if result.sort == "modified" else ""
+    lines = [
+        f"Pages {result.offset + 1}-{last} of {result.total}{order} "
+        "(links out/in, last modified UTC):"
+    ]
     for row in result.pages:
         mark = ", placeholder" if row.is_placeholder else ""
-        lines.append(f"- {row.slug}: {row.title} ({row.links_out}/{row.links_in}{mark})")
+        when = f", {row.modified}" if row.modified else ""
+        lines.append(f"- {row.slug}: {row.title} ({row.links_out}/{row.links_in}{when}{mark})")
     if result.next_offset is not None:
         lines.append(f"More: call again with offset={result.next_offset}.")
     return "\n".join(lines)
@@ -175,11 +186,15 @@ def title_matches(result: TitleMatches) -> str:
 
 
 def _line_refs(rows: list[Backlink]) -> list[str]:
-    return [f"- {row.slug}:{row.line}: {row.text}" for row in rows]
+    return [
+        f"- {row.slug}:{row.line}: {row.text}" + (f" ({row.links} links)" if row.links > 1 else "")
+        for row in rows
+    ]
 
 
 def backlinks(result: Backlinks) -> str:
-    lines = [f"{_plural(len(result.linked), 'link')} to {result.slug} ({result.title}):"]
+    links = _plural(sum(row.links for row in result.linked), "link")
+    lines = [f"{links} to {result.slug} ({result.title}) on {_plural(len(result.linked), 'line')}:"]
     lines += _line_refs(result.linked)
     if result.unlinked is not None:
         mentions = _plural(len(result.unlinked), "unlinked mention")
@@ -207,12 +222,17 @@ def graph(result: GraphResult) -> str:
     assert shape is not None
     lines = [
         f"{_plural(shape.pages, 'page')}, {_plural(shape.placeholders, 'placeholder')}, "
-        f"{_plural(shape.links, 'link')}, {_plural(shape.orphan_count, 'orphan')}.",
+        f"{_plural(shape.links, 'link')}, {_plural(shape.orphan_count, 'orphan')}, "
+        f"{shape.unreferenced_count} unreferenced.",
         "Most linked (pages linking in):",
         *_counts(shape.most_linked),
         "Unresolved link targets (placeholders; pages linking in):",
         *_counts(shape.unresolved),
     ]
     if shape.orphans:
-        lines.append(f"Orphans (no links in or out): {_join(shape.orphans)}")
+        orphans = _join(shape.orphans, total=shape.orphan_count)
+        lines.append(f"Orphans (no links in or out): {orphans}")
+    if shape.unreferenced:
+        unreferenced = _join(shape.unreferenced, total=shape.unreferenced_count)
+        lines.append(f"Unreferenced (no other page links to them): {unreferenced}")
     return "\n".join(lines)

@@ -18,10 +18,11 @@ import os
 import signal
 import sys
 import threading
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -30,7 +31,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from lore_mcp import __version__, budget, render
+from lore_mcp import __version__, audit, budget, render
 from lore_mcp import vault as engine
 from lore_mcp.config import (
     DEFAULT_MAX_RESULT_CHARS,
@@ -46,6 +47,7 @@ from lore_mcp.errors import (
     LoreError,
     PageNotFoundError,
     UnsafePathError,
+    VaultBusyError,
 )
 from lore_mcp.models import (
     Backlinks,
@@ -89,10 +91,12 @@ GUIDE = (
 
 @dataclass
 class Served:
-    """What every tool call can reach: the vault and the result size limit."""
+    """What every tool call can reach: the vault, the result size limit, and the id the
+    audit log gives a stdio session (one process serves one)."""
 
     vault: Vault
     max_result_chars: int
+    stdio_session: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 Ctx = Context[Served, Any]
@@ -203,6 +207,24 @@ async def _call(ctx: Ctx, operation: Callable[[Vault], T]) -> T:
         raise ToolError(INTERNAL_ERROR) from exc
 
 
+def _door(ctx: Ctx) -> audit.Door:
+    """Who writes, for the audit log: the MCP door, the session (Mcp-Session-Id over
+    HTTP; the process's own id on stdio) and the client as its initialize named it."""
+    headers = ctx.headers  # None on stdio
+    if headers is None:
+        session: str | None = ctx.request_context.lifespan_context.stdio_session
+    else:
+        session = headers.get("mcp-session-id")
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return audit.Door(
+        "mcp",
+        session=session,
+        client_name=info.name if info is not None else None,
+        client_version=info.version if info is not None else None,
+    )
+
+
 def _result(ctx: Ctx, model: R, draw: Callable[[R], str]) -> CallToolResult:
     """Readable text for the model, the model's fields as structured content; both
     within the result size limit (an oversized result is shrunk by `budget`)."""
@@ -252,6 +274,7 @@ async def save_page(
     replace, append and prepend create it at the top; a path ('notes/Idea', 'Idea.md')
     means exactly that file. Links, search index and graph are updated in the same call;
     the version replaced is kept in the history. Only replace is idempotent."""
+    door = _door(ctx)
     saved = await _call(
         ctx,
         lambda v: engine.save_page(
@@ -261,7 +284,7 @@ async def save_page(
             mode=mode,
             old_text=old_text,
             heading=heading,
-            door="mcp",
+            door=door,
             expected_hash=expected_hash,
         ),
     )
@@ -274,8 +297,9 @@ async def delete_page(
     """Delete a page. Its last version is kept in the vault's history (`lore restore`
     brings it back). If other pages still link to it, it stays on as a placeholder. The
     name must match one page only."""
+    door = _door(ctx)
     deleted = await _call(
-        ctx, lambda v: engine.delete_page(v, slug, door="mcp", expected_hash=expected_hash)
+        ctx, lambda v: engine.delete_page(v, slug, door=door, expected_hash=expected_hash)
     )
     return _result(ctx, deleted, render.deleted)
 
@@ -286,9 +310,10 @@ async def rename_page(
     """Rename or move a page and rewrite every [[link]] that pointed at it, in every
     page (aliases, headings and embeds are kept). Nothing is lost. The name must match
     one page only, and the new name must be free."""
+    door = _door(ctx)
     renamed = await _call(
         ctx,
-        lambda v: engine.rename_page(v, slug, new_name, door="mcp", expected_hash=expected_hash),
+        lambda v: engine.rename_page(v, slug, new_name, door=door, expected_hash=expected_hash),
     )
     return _result(ctx, renamed, render.renamed)
 
@@ -301,11 +326,17 @@ async def list_pages(
     ] = False,
     offset: Offset = 0,
     limit: Annotated[int, _limit("pages")] = 100,
+    *,
+    sort: Annotated[
+        Literal["slug", "modified"],
+        Field(description="slug: by slug (default); modified: the latest modified first"),
+    ] = "slug",
 ) -> Annotated[CallToolResult, PageList]:
-    """List pages sorted by slug, with how many links go out and come in. Page through
-    long listings with offset (the result says the next offset)."""
+    """List pages with how many links go out and come in and when each file was last
+    modified: by slug, or with sort="modified" the latest first (what changed lately).
+    Page through long listings with offset (the result says the next offset)."""
     listing = await _call(
-        ctx, lambda v: engine.list_pages(v, folder, include_placeholders, offset, limit)
+        ctx, lambda v: engine.list_pages(v, folder, include_placeholders, offset, limit, sort=sort)
     )
     return _result(ctx, listing, render.listing)
 
@@ -355,7 +386,8 @@ async def get_graph(
 ) -> Annotated[CallToolResult, GraphResult]:
     """The link graph. With a slug: the pages within `depth` links of it (either
     direction) and the links between them. Without: the vault's shape - counts, orphan
-    pages, the most linked pages and unresolved link targets."""
+    pages (no links in or out), unreferenced pages (nothing links to them), the most
+    linked pages and unresolved link targets."""
     graph = await _call(ctx, lambda v: engine.get_graph(v, slug, depth))
     return _result(ctx, graph, render.graph)
 
@@ -503,7 +535,8 @@ def _lifespan(
 
 
 def _prepare(vault: Vault, watch: bool, stop: threading.Event) -> None:
-    """Start the watcher, then bring the index up to date (calls wait for `vault.ready`)."""
+    """Start the watcher, then bring the index up to date (calls wait for `vault.ready`),
+    waiting as long as it takes while another process writes the index."""
     if watch:
         from lore_mcp.watcher import start_watcher  # watchdog loads only when watching
 
@@ -518,9 +551,12 @@ def _prepare(vault: Vault, watch: bool, stop: threading.Event) -> None:
         if stop.is_set():
             raise _Stopped
 
+    def until_stopped(_waited: float) -> bool:  # another process writes the index
+        return not stop.is_set()
+
     try:
-        engine.index_vault(vault, progress=check_stop)
-    except _Stopped:
+        engine.index_vault(vault, progress=check_stop, patience=until_stopped)
+    except (_Stopped, VaultBusyError):
         log.info("indexing stopped: the server is shutting down")
     except Exception:
         log.exception("indexing %s failed; serving what the index already holds", vault.root)

@@ -6,6 +6,13 @@ been quiet for `debounce` seconds (but no longer than `max_delay` after the firs
 and hands the whole batch to `apply_external_changes`, so a `git checkout`
 touching hundreds of files costs one pass. That pass is idempotent by content hash, so
 the server's own writes cost only a stat and a hash.
+
+Events can be lost: the kernel's queue overflows in a storm (watchdog only logs it),
+an observer dies, a batch fails. Then the worker runs the pass a start-up runs
+(`resync`: every file, a stat for those unchanged), and a batch too large to be worth
+sorting is taken as a storm and gets the same pass. Every `check_every` seconds the
+worker also compares the files' sizes and times with the index (`changed_on_disk`, a
+stat per file and no write lock) and takes in whatever no event reported.
 """
 
 from __future__ import annotations
@@ -14,8 +21,11 @@ import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from watchdog import events
 from watchdog.observers import Observer
@@ -23,18 +33,24 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 from watchdog.utils import UnsupportedLibcError
 
-from lore_mcp.vault import Vault, apply_external_changes
+from lore_mcp.vault import Vault, apply_external_changes, changed_on_disk, resync
 
 log = logging.getLogger(__name__)
 
 Apply = Callable[[Vault, list[str]], object]
+Resync = Callable[[Vault], object]
 ObserverFactory = Callable[[], BaseObserver]
 NATIVE_FIRST: tuple[ObserverFactory, ...] = (Observer, PollingObserver)
 POLLING_ONLY: tuple[ObserverFactory, ...] = (PollingObserver,)
 
 MAX_DELAY = 2.0
+CHECK_EVERY = 60.0  # seconds between two comparisons of the files with the index
+CHECK_SHARE = 30  # the checks take at most about 1/30 of the worker's time
+STORM = 2000  # paths in one batch past which a pass over every file is simpler
 READY_POLL = 0.1
-ATTEMPTS = 3
+ATTEMPTS = 3  # a failed batch is tried again this often before a full pass takes over
+MAX_BACKOFF = 30.0  # seconds, at most, between two passes after failures
+OVERFLOW_LOGGER = "watchdog.observers.inotify_c"
 TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp")
 TEMP_NAMES = frozenset({"4913"})
 # Folder "modified" events only say that an entry changed; the entry has its own event.
@@ -50,8 +66,7 @@ EVENTS: list[type[events.FileSystemEvent]] = [
 ]
 # Where a file written and closed is reported (Linux's inotify), "modified" is not asked
 # for: it comes with every write() to any file under the vault, the index's own in
-# `.lore/` included; handling those made a first index of 10k pages with the watcher on
-# take 5.2 s instead of 3.2 s (in process; 3.9 s once they were not asked for).
+# `.lore/` included, and handling those slowed a first index with the watcher on.
 EVENTS_ON_CLOSE = [e for e in EVENTS if e is not events.FileModifiedEvent]
 
 
@@ -80,31 +95,69 @@ def _ancestors(path: str) -> Iterator[str]:
         yield "/".join(parts[:end])
 
 
+@dataclass(frozen=True)
+class _Job:
+    """What the worker does next: a batch of paths, a full pass, or the periodic check."""
+
+    kind: Literal["batch", "full", "check"]
+    paths: list[str] = field(default_factory=list)
+
+
 class VaultWatcher:
     """A running watcher: an observer thread and one debouncing worker thread."""
 
-    def __init__(self, vault: Vault, apply: Apply, debounce: float, max_delay: float):
+    def __init__(
+        self,
+        vault: Vault,
+        apply: Apply,
+        debounce: float,
+        max_delay: float,
+        *,
+        resync: Resync = resync,
+        check_every: float = CHECK_EVERY,
+        storm: int = STORM,
+    ):
         self._vault = vault
         self._apply = apply
+        self._resync = resync
         self._debounce = debounce
         self._max_delay = max(max_delay, debounce)
+        self._check_every = check_every
+        self._storm = storm
         self._cond = threading.Condition()
         self._pending: set[str] = set()
+        self._full = False  # a pass over every file is wanted
         self._first = self._last = 0.0
+        self._not_before = 0.0  # after failures, the next pass waits until then
+        self._next_check = time.monotonic() + check_every
         self._stopping = False
         self._failures = 0
+        self._factories: Sequence[ObserverFactory] = NATIVE_FIRST
         self._observer: BaseObserver | None = None
+        self._overflow = _OverflowSpotter(self)
         self._worker = threading.Thread(target=self._run, name="lore-watcher", daemon=True)
 
     def add(self, paths: Iterable[str]) -> None:
         """Queue vault-relative paths for the next batch."""
         with self._cond:
-            now = time.monotonic()
-            if not self._pending:
-                self._first = now
-            self._pending.update(paths)
-            self._last = now
-            self._cond.notify()
+            self._queue(set(paths))
+
+    def resync_soon(self, reason: str) -> None:
+        """Ask for a pass over every file, debounced like a batch (events were lost)."""
+        log.warning(
+            "%s; every file of %s will be compared with the index", reason, self._vault.root
+        )
+        with self._cond:
+            self._full = True
+            self._queue(set())
+
+    def _queue(self, paths: set[str]) -> None:
+        now = time.monotonic()
+        if not (self._pending or self._full) or not self._first:
+            self._first = now
+        self._pending |= paths
+        self._last = now
+        self._cond.notify()
 
     def stop(self) -> None:
         """Stop the observer and the worker and wait for both; safe to call twice.
@@ -112,6 +165,7 @@ class VaultWatcher:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
+        logging.getLogger(OVERFLOW_LOGGER).removeHandler(self._overflow)
         observer, self._observer = self._observer, None
         if observer is not None:
             observer.stop()
@@ -122,6 +176,8 @@ class VaultWatcher:
 
     def start(self, factories: Sequence[ObserverFactory] = NATIVE_FIRST) -> None:
         """Start the worker, then the first of `factories` that starts."""
+        self._factories = factories
+        logging.getLogger(OVERFLOW_LOGGER).addHandler(self._overflow)
         self._worker.start()
         try:
             self._observer = _Handler(self._vault.root, self.add).observe(factories)
@@ -129,42 +185,94 @@ class VaultWatcher:
             self.stop()
             raise
 
+    # -- the worker ---------------------------------------------------------------------
+
     def _run(self) -> None:
-        while (batch := self._next_batch()) is not None:
+        while (job := self._next_job()) is not None:
             if not self._wait_ready():
                 return
             try:
-                self._apply(self._vault, batch)
+                self._do(job)
                 self._failures = 0
             except Exception:
-                self._failed(batch)
+                self._failed(job)
 
-    def _failed(self, batch: list[str]) -> None:
-        """Log the error; retry the batch with the next one, a few times at most."""
-        self._failures += 1
-        if self._failures < ATTEMPTS:
-            log.exception("could not apply outside changes to %d paths; will retry", len(batch))
-            self.add(batch)
+    def _do(self, job: _Job) -> None:
+        if job.kind == "check":
+            started = time.monotonic()
+            self._check()
+            took = time.monotonic() - started
+            with self._cond:  # on a vault so large that a check is slow, fewer checks
+                self._next_check = time.monotonic() + max(self._check_every, took * CHECK_SHARE)
+        elif job.kind == "full":
+            self._resync(self._vault)
+        else:
+            self._apply(self._vault, job.paths)
+
+    def _check(self) -> None:
+        """The periodic look: a dead observer is started again (its events are lost, so
+        every file is compared); files that changed unreported are taken in."""
+        observer = self._observer
+        if observer is not None and not observer.is_alive() and not self._stopping:
+            log.warning("the file watcher of %s stopped; starting it again", self._vault.root)
+            self._observer = started = _Handler(self._vault.root, self.add).observe(self._factories)
+            if self._stopping:  # stop() came meanwhile and may have missed it
+                started.stop()
+                started.join()
+                return
+            self._resync(self._vault)
             return
-        log.exception("could not apply outside changes to %s; giving up", ", ".join(batch[:5]))
-        self._failures = 0
+        changed = changed_on_disk(self._vault)
+        if len(changed) > self._storm:
+            self._resync(self._vault)
+        elif changed:
+            log.info("%d files changed with no file event; taking them in", len(changed))
+            self._apply(self._vault, changed)
 
-    def _next_batch(self) -> list[str] | None:
-        """Block until a batch is due; None once stopping."""
+    def _failed(self, job: _Job) -> None:
+        """Log the error; try a batch again with the next one, a few times; after that
+        (or when a pass over every file failed) make such a pass, later each time."""
+        self._failures += 1
+        what = f"{len(job.paths)} paths" if job.kind == "batch" else f"the {job.kind}"
+        log.exception("could not take in outside changes (%s)", what)
+        with self._cond:
+            if job.kind == "batch" and self._failures < ATTEMPTS:
+                self._queue(set(job.paths))
+                return
+            backoff = min(self._debounce * 2**self._failures, MAX_BACKOFF)
+            self._not_before = time.monotonic() + backoff
+            self._full = True
+            self._queue(set())
+
+    def _next_job(self) -> _Job | None:
+        """Block until something is due; None once stopping."""
         with self._cond:
             while not self._stopping:
-                if not self._pending:
-                    self._cond.wait()
-                    continue
-                due = min(self._last + self._debounce, self._first + self._max_delay)
-                left = due - time.monotonic()
-                if left > 0:
-                    self._cond.wait(left)
-                    continue
-                batch = collapse(self._pending)
-                self._pending.clear()
-                return batch
+                now = time.monotonic()
+                if self._pending or self._full:
+                    due = min(self._last + self._debounce, self._first + self._max_delay)
+                    due = max(due, self._not_before)
+                    if now < due:
+                        self._cond.wait(due - now)
+                        continue
+                    return self._take()
+                if now >= self._next_check:
+                    self._next_check = now + self._check_every
+                    return _Job("check")
+                self._cond.wait(self._next_check - now)
             return None
+
+    def _take(self) -> _Job:
+        """The pending work as one job (the lock is held)."""
+        full = self._full or len(self._pending) > self._storm
+        batch = collapse(self._pending)
+        self._pending.clear()
+        self._full = False
+        self._first = 0.0
+        if full:
+            self._next_check = time.monotonic() + self._check_every  # this pass is one
+            return _Job("full")
+        return _Job("batch", batch)
 
     def _wait_ready(self) -> bool:
         """Wait for the first index pass; False if asked to stop meanwhile."""
@@ -173,6 +281,19 @@ class VaultWatcher:
                 if self._stopping:
                     return False
         return True
+
+
+class _OverflowSpotter(logging.Handler):
+    """watchdog's inotify observer only logs that the kernel's event queue overflowed;
+    seeing that line, the watcher makes a pass over every file."""
+
+    def __init__(self, watcher: VaultWatcher) -> None:
+        super().__init__(logging.WARNING)
+        self._watcher = watcher
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "queue overflowed" in record.getMessage():
+            self._watcher.resync_soon("the kernel's queue of file events overflowed")
 
 
 class _Handler(events.FileSystemEventHandler):
@@ -232,6 +353,13 @@ class _EventsAtStop(logging.Filter):
 
 
 logging.getLogger("watchdog.observers.inotify").addFilter(_EventsAtStop())
+# watchdog 7.1's inotify thread warns (RuntimeWarning) when a folder is copied or moved in
+# right after it was made: it finds the folder's watch a second time. The events that
+# follow are right, and the warning's text holds the whole table of watches, kilobytes on
+# one line of stderr for each such folder.
+warnings.filterwarnings(
+    "ignore", message="Callback with id", category=RuntimeWarning, module="watchdog"
+)
 
 
 def _reporting_closes() -> tuple[type[BaseObserver], ...]:
@@ -249,11 +377,17 @@ def start_watcher(
     *,
     max_delay: float = MAX_DELAY,
     apply: Apply = apply_external_changes,
+    resync: Resync = resync,
+    check_every: float = CHECK_EVERY,
     polling: bool = False,
 ) -> VaultWatcher:
-    """Watch the vault and apply outside edits in debounced batches; sets
-    `vault.watcher`. `polling` skips native file events (network drives)."""
-    watcher = VaultWatcher(vault, apply, debounce, max_delay)
+    """Watch the vault and apply outside edits in debounced batches, with a pass over
+    every file when events were lost and a look at every file's stamp each
+    `check_every` seconds; sets `vault.watcher`. `polling` skips native file events
+    (network drives)."""
+    watcher = VaultWatcher(
+        vault, apply, debounce, max_delay, resync=resync, check_every=check_every
+    )
     watcher.start(POLLING_ONLY if polling else NATIVE_FIRST)
     vault.watcher = watcher
     return watcher

@@ -1,9 +1,16 @@
 """The SQLite index in `<vault>/.lore/`: pages, links and full-text search, a cache of
 the files that every process serving the vault shares."""
 
-from lore_mcp.index.db import Index
+from lore_mcp.index.db import Index, Patience
 from lore_mcp.index.links import LinkRow
 from lore_mcp.index.pages import FileStamp, PageRow
 from lore_mcp.index.search import SearchRow
 
-__all__ = ["FileStamp", "Index", "LinkRow", "PageRow", "SearchRow"]
+__all__ = [
+    "FileStamp",
+    "Index",
+    "LinkRow",
+    "PageRow",
+    "Patience",
+    "SearchRow",
+]

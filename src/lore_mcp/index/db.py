@@ -2,9 +2,11 @@
 change log other processes read to keep their in-memory graph in step.
 
 The index is a cache of the files. It carries a schema version (`PRAGMA user_version`);
-an outdated one is emptied and rebuilt from the files by the caller, and so is a file
-SQLite says is not a database. Several processes share it: WAL, short write
-transactions taken with `BEGIN IMMEDIATE`, and a busy timeout.
+an outdated one is emptied and rebuilt from the files by the caller, and so is one
+SQLite finds damaged (see `repair`). Several processes share it: WAL, short write
+transactions taken with `BEGIN IMMEDIATE`, and a wait for the write lock that ends in
+`VaultBusyError`, never in a rebuild. Opening takes no write lock when the schema is
+current, so a process starts at once while another one writes.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from lore_mcp.config import BUSY_TIMEOUT_S
+from lore_mcp.errors import VaultBusyError
+from lore_mcp.index import repair
 from lore_mcp.index.links import LINK_SCHEMA, LinkTable
 from lore_mcp.index.pages import PAGE_SCHEMA, PageRow, PageTable
 from lore_mcp.index.search import SEARCH_SCHEMA, SEARCH_TABLES, SearchTable
@@ -25,10 +30,48 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 7
 CHANGELOG_KEEP = 20_000
-_CHANGES_SCHEMA = "CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, slug TEXT NOT NULL);"
-# What SQLite says of a file that is damaged, as opposed to one that is only busy.
-_DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-_TABLES = ("pages", "shadowed", "names", "names_text", "links", *SEARCH_TABLES, "changes")
+_OWN_SCHEMA = """
+CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, slug TEXT NOT NULL);
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_TABLES = ("pages", "shadowed", "names", "names_text", "links", *SEARCH_TABLES, "changes", "meta")
+LOCK_SLICE_S = 0.25  # a wait for the write lock looks up this often (to give up, or log)
+WARN_AFTER_S = 2.0  # a wait this long is worth a line in the log
+
+# How long to wait for another process's write lock: called with the seconds waited so
+# far, it says whether to go on waiting.
+Patience = Callable[[float], bool]
+
+
+def create_schema(conn: sqlite3.Connection) -> None:
+    """Drop whatever tables there are and make empty ones, with a new epoch (which
+    tells the other processes that everything they loaded is gone)."""
+    _drop_all(conn)
+    for schema in (PAGE_SCHEMA, LINK_SCHEMA, SEARCH_SCHEMA, _OWN_SCHEMA):
+        _run_script(conn, schema)
+    conn.execute("INSERT INTO meta(key, value) VALUES ('epoch', ?)", (uuid.uuid4().hex,))
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _run_script(conn: sqlite3.Connection, schema: str) -> None:
+    # executescript() would commit the open transaction; run the statements one by one.
+    statement = ""
+    for piece in schema.split(";"):
+        statement += piece + ";"
+        if sqlite3.complete_statement(statement):
+            if statement.strip(" \n;"):
+                conn.execute(statement)
+            statement = ""
+
+
+def _drop_all(conn: sqlite3.Connection) -> None:
+    rows = conn.execute(
+        "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view') "
+        "AND name NOT LIKE 'sqlite_%'"
+    ).fetchall()
+    for kind, name in rows:
+        with suppress(sqlite3.OperationalError):  # shadow tables go with their FTS table
+            conn.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
 
 
 class Index:
@@ -38,76 +81,76 @@ class Index:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self.rebuilt = False
+        self.busy_timeout = BUSY_TIMEOUT_S  # how long a write waits for the lock
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
-            if exc.sqlite_errorcode not in _DAMAGED:
+            if not repair.may_be_damage(exc):
                 raise
-            log.warning("index %s is damaged (%s); rebuilding it from the files", path, exc)
-            with suppress(sqlite3.Error):
-                self._conn.close()
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            self.rebuilt = repair.replace_damaged(path, self._connect, create_schema)
             self._open()
+        self._epoch = self._read_epoch()
         self._last_seq = self.last_change()
 
-    def _open(self) -> None:
-        self._conn = sqlite3.connect(
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(
             self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute("PRAGMA synchronous = NORMAL")
+
+    def _open(self) -> None:
+        self._conn = self._connect()
         self.pages = PageTable(self._conn)
         self.links = LinkTable(self._conn)
         self.search = SearchTable(self._conn)
-        self._begin()
         try:
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
             self._ensure_schema()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _ensure_schema(self) -> None:
+        """Make the tables when they are missing or outdated. A current schema is only
+        read: no write lock, so opening never waits for another process's writes."""
+        if self._schema_problem() is None:
+            return
+        try:  # while waiting, another process may make the tables
+            self._begin(lambda waited: self.within_timeout(waited) and bool(self._schema_problem()))
+        except VaultBusyError:
+            if self._schema_problem() is None:
+                return
+            raise
+        try:
+            if (problem := self._schema_problem()) is not None:
+                log.info("index %s: %s; rebuilding it from the files", self.path, problem)
+                create_schema(self._conn)
+                self.rebuilt = True
         except BaseException:
             self._conn.execute("ROLLBACK")
             raise
         self._conn.execute("COMMIT")
 
-    def _ensure_schema(self) -> None:
+    def _schema_problem(self) -> str | None:
+        """Why the tables cannot be used as they are; None when they can."""
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == SCHEMA_VERSION:
-            try:
-                for table in _TABLES:  # a table dropped by hand
-                    self._conn.execute(f"SELECT 1 FROM {table} LIMIT 0")
-                # Reading the tables finds a truncated or damaged file early.
-                self._conn.execute("SELECT count(*) FROM pages").fetchone()
-                self.search.check()
-                return
-            except sqlite3.OperationalError as exc:
-                if exc.sqlite_errorcode != sqlite3.SQLITE_ERROR:  # busy or locked: not damage
-                    raise
-                log.warning("index %s is incomplete (%s); rebuilding it", self.path, exc)
-        elif version:
-            log.info("index schema %s is not %s; rebuilding", version, SCHEMA_VERSION)
-        self._drop_all()
-        for schema in (PAGE_SCHEMA, LINK_SCHEMA, SEARCH_SCHEMA, _CHANGES_SCHEMA):
-            self._run_script(schema)
-        self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        self.rebuilt = True
+        if version != SCHEMA_VERSION:
+            return f"schema {version} is not {SCHEMA_VERSION}" if version else "no tables yet"
+        try:
+            for table in _TABLES:  # a table dropped by hand
+                self._conn.execute(f"SELECT 1 FROM {table} LIMIT 0")
+            # Reading the tables finds a truncated or damaged file early.
+            self._conn.execute("SELECT count(*) FROM pages").fetchone()
+            self.search.check()
+        except sqlite3.OperationalError as exc:
+            if repair.primary(exc) != sqlite3.SQLITE_ERROR:  # busy or locked: not damage
+                raise
+            return f"it is incomplete ({exc})"
+        return None
 
-    def _run_script(self, schema: str) -> None:
-        # executescript() would commit the open transaction; run the statements one by one.
-        statement = ""
-        for piece in schema.split(";"):
-            statement += piece + ";"
-            if sqlite3.complete_statement(statement):
-                if statement.strip(" \n;"):
-                    self._conn.execute(statement)
-                statement = ""
-
-    def _drop_all(self) -> None:
-        rows = self._conn.execute(
-            "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view') "
-            "AND name NOT LIKE 'sqlite_%'"
-        ).fetchall()
-        for kind, name in rows:
-            with suppress(sqlite3.OperationalError):  # shadow tables go with their FTS table
-                self._conn.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
+    def _read_epoch(self) -> str:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()
+        return str(row[0]) if row else ""
 
     def close(self) -> None:
         self.search.close()
@@ -137,14 +180,20 @@ class Index:
 
     # -- transactions ---------------------------------------------------------------
 
+    def within_timeout(self, waited: float) -> bool:
+        """The patience of an ordinary write: `busy_timeout` seconds."""
+        return waited < self.busy_timeout
+
     @contextmanager
-    def write(self) -> Iterator[None]:
-        """A write transaction; it takes the database's write lock at once. Nested
-        calls join the transaction already open."""
+    def write(self, patience: Patience | None = None) -> Iterator[None]:
+        """A write transaction; it takes the database's write lock at once, waiting for
+        another process's as long as `patience` says (by default `busy_timeout`
+        seconds; then `VaultBusyError`, with nothing changed). Nested calls join the
+        transaction already open."""
         if self._conn.in_transaction:
             yield
             return
-        self._begin()
+        self._begin(patience or self.within_timeout)
         start_seq = self.last_change()
         try:
             yield
@@ -156,17 +205,27 @@ class Index:
         self._conn.execute("COMMIT")
         self._last_seq = seen
 
-    def _begin(self) -> None:
-        deadline = time.monotonic() + BUSY_TIMEOUT_S
-        while True:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                busy = exc.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-                if not busy or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
+    def _begin(self, patience: Patience) -> None:
+        """`BEGIN IMMEDIATE`, waiting in slices for another process's write lock."""
+        started = time.monotonic()
+        warned = False
+        self._conn.execute(f"PRAGMA busy_timeout = {int(LOCK_SLICE_S * 1000)}")
+        try:
+            while True:
+                try:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as exc:
+                    if not repair.is_busy(exc):
+                        raise
+                waited = time.monotonic() - started
+                if not patience(waited):
+                    raise VaultBusyError(waited)
+                if not warned and waited >= WARN_AFTER_S:
+                    log.warning("the index is busy: waiting for another process to finish writing")
+                    warned = True
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
 
     @property
     def in_transaction(self) -> bool:
@@ -184,7 +243,13 @@ class Index:
 
     def changes_since_seen(self) -> list[str] | None:
         """Slugs other connections changed since this one last looked; None if too many
-        to list (the log was pruned past our mark), meaning: reload everything."""
+        to list (the log was pruned past our mark) or the index was rebuilt (a new
+        epoch), meaning: reload everything."""
+        epoch = self._read_epoch()
+        if epoch != self._epoch:
+            self._epoch = epoch
+            self._last_seq = self.last_change()
+            return None
         first = self._conn.execute("SELECT min(seq) FROM changes").fetchone()[0]
         if first is not None and first > self._last_seq + 1:
             self._last_seq = self.last_change()

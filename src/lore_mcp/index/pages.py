@@ -21,6 +21,7 @@ CREATE TABLE pages(
     hash TEXT NOT NULL DEFAULT '',
     bad_utf8 INTEGER NOT NULL DEFAULT 0
 );
+CREATE INDEX pages_modified ON pages(mtime_ns);
 CREATE TABLE shadowed(path TEXT PRIMARY KEY, slug TEXT NOT NULL);
 CREATE TABLE aliases(slug TEXT NOT NULL, alias TEXT NOT NULL);
 CREATE INDEX aliases_slug ON aliases(slug);
@@ -209,14 +210,20 @@ class PageTable:
         sql = "SELECT count(*) FROM pages WHERE path IS NOT NULL"
         return int(self._conn.execute(sql).fetchone()[0])
 
-    def listing(self, prefix: str, placeholders: bool, offset: int, limit: int) -> list[str]:
-        """Slugs that start with `prefix`, sorted, a slice of them."""
-        sql = (
-            "SELECT slug FROM pages WHERE slug >= ? AND slug < ? AND (? OR path IS NOT NULL) "
-            "ORDER BY slug LIMIT ? OFFSET ?"
-        )
-        args = (prefix, prefix + "\U0010ffff", placeholders, limit, offset)
-        return [row[0] for row in self._conn.execute(sql, args)]
+    def listing(
+        self, prefix: str, placeholders: bool, offset: int, limit: int, newest: bool = False
+    ) -> list[tuple[str, int]]:
+        """(slug, mtime_ns) of the rows whose slug starts with `prefix`, a slice of them:
+        by slug, or with `newest` the latest modified first (placeholders, time 0, last)."""
+        where = "(? OR path IS NOT NULL)"
+        args: list[object] = [placeholders]
+        if prefix:  # the whole vault: no range, so the order can come from an index
+            where += " AND slug >= ? AND slug < ?"
+            args += [prefix, prefix + "\U0010ffff"]
+        order = "mtime_ns DESC, slug" if newest else "slug"
+        sql = f"SELECT slug, mtime_ns FROM pages WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
+        rows = self._conn.execute(sql, (*args, limit, offset))
+        return [(str(slug), int(mtime)) for slug, mtime in rows]
 
     def count_under(self, prefix: str, placeholders: bool) -> int:
         sql = "SELECT count(*) FROM pages WHERE slug >= ? AND slug < ? AND (? OR path IS NOT NULL)"

@@ -3,7 +3,13 @@ watcher and the tests all come through here, so the doors cannot drift apart."""
 
 from lore_mcp.vault.core import Vault
 from lore_mcp.vault.doctor import doctor
-from lore_mcp.vault.open import apply_external_changes, index_vault, open_vault
+from lore_mcp.vault.open import (
+    apply_external_changes,
+    changed_on_disk,
+    index_vault,
+    open_vault,
+    resync,
+)
 from lore_mcp.vault.pages import delete_page, read_page, read_source, save_page
 from lore_mcp.vault.queries import get_backlinks, get_graph, list_pages, search, search_titles
 from lore_mcp.vault.rename import rename_page
@@ -12,6 +18,7 @@ from lore_mcp.vault.versions import page_history, restore_page
 __all__ = [
     "Vault",
     "apply_external_changes",
+    "changed_on_disk",
     "delete_page",
     "doctor",
     "get_backlinks",
@@ -24,6 +31,7 @@ __all__ = [
     "read_source",
     "rename_page",
     "restore_page",
+    "resync",
     "save_page",
     "search",
     "search_titles",

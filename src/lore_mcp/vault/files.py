@@ -216,11 +216,15 @@ def inside(root: Path, path: Path) -> bool:
         return False
 
 
-def scan_files(root: Path, under: str = "", others: set[str] | None = None) -> dict[str, Stamp]:
+def scan_files(
+    root: Path, under: str = "", others: set[str] | None = None, *, warn: bool = True
+) -> dict[str, Stamp]:
     """Every page file under the root (or its folder `under`): `.md`, outside
     dot-folders, not a symlink leading outside the root; the other files go to
     `others`. Folder symlinks are not followed. Temp files left by a killed write are
-    removed once surely abandoned."""
+    removed once surely abandoned. What is skipped is logged, unless `warn` is false
+    (a check that runs every minute would repeat it)."""
+    say = log.warning if warn else log.debug
     found: dict[str, Stamp] = {}
     real_root = root.resolve()
     pending = [(root / under if under else root, under)]
@@ -229,7 +233,7 @@ def scan_files(root: Path, under: str = "", others: set[str] | None = None) -> d
         try:
             entries = list(os.scandir(folder))
         except OSError as exc:
-            log.warning("skipping folder %s: %s", rel_folder or ".", exc)
+            say("skipping folder %s: %s", rel_folder or ".", exc)
             continue
         for entry in entries:
             if entry.name.startswith(TEMP_PREFIX):
@@ -242,13 +246,13 @@ def scan_files(root: Path, under: str = "", others: set[str] | None = None) -> d
                     pending.append((Path(entry.path), rel))
                 elif entry.name.lower().endswith(".md"):
                     if entry.is_symlink() and not inside(real_root, Path(entry.path)):
-                        log.warning("skipping %s: symlink leads outside the vault", rel)
+                        say("skipping %s: symlink leads outside the vault", rel)
                         continue
                     found[rel] = Stamp.of(entry.stat())
                 elif others is not None:
                     others.add(rel)
             except OSError as exc:
-                log.warning("skipping %s: %s", rel, exc)
+                say("skipping %s: %s", rel, exc)
     return found
 
 

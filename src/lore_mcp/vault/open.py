@@ -2,7 +2,12 @@
 
 Each operation waits until the first index pass is done, takes the vault's lock, takes
 in what other processes committed, and does its work. Writes hold the index's write
-lock for the whole operation, so two processes never interleave their changes.
+lock for the whole operation, so two processes never interleave their changes; a write
+that cannot get it in time fails with `VaultBusyError`, having changed nothing.
+
+Edits made outside reach the index through `apply_external_changes` (the files a
+watcher saw change), `resync` (a pass over every file, when events were lost) and
+`changed_on_disk` (what differs, found by stat alone, for a periodic check).
 """
 
 from __future__ import annotations
@@ -13,11 +18,14 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from lore_mcp.config import MAX_FILE_BYTES
 from lore_mcp.errors import FileVanishedError, VaultError
+from lore_mcp.index import Patience
 from lore_mcp.models import SyncReport
+from lore_mcp.slugs import slug_from_path
 from lore_mcp.vault import journal, sync
 from lore_mcp.vault.core import Vault, open_index
-from lore_mcp.vault.files import ignored
+from lore_mcp.vault.files import ignored, scan_files
 
 log = logging.getLogger(__name__)
 
@@ -42,15 +50,23 @@ def open_vault(
     root = root.resolve()
     vault = Vault(root=root, index=open_index(root), read_only=read_only, readers=readers)
     if scan:
-        index_vault(vault, progress)
+        try:
+            index_vault(vault, progress)
+        except BaseException:
+            vault.close()
+            raise
     return vault
 
 
-def index_vault(vault: Vault, progress: sync.Progress | None = None) -> SyncReport:
+def index_vault(
+    vault: Vault, progress: sync.Progress | None = None, patience: Patience | None = None
+) -> SyncReport:
     """Bring the index up to date with the files (only changed files are parsed), then
-    let operations run."""
+    let operations run. While another process writes the index, the pass waits as long
+    as `patience` says (by default the index's busy timeout; a server waits until it
+    stops), then fails with `VaultBusyError`."""
     try:
-        with vault.lock, vault.index.write(), _no_cycle_collection():
+        with vault.lock, vault.index.write(patience), _no_cycle_collection():
             sync.load(vault)
             journal.recover(vault.root)  # the pass below takes in what it finishes
             report = sync.sync(vault, progress=progress)
@@ -92,6 +108,33 @@ def apply_external_changes(vault: Vault, rel_paths: Iterable[str]) -> SyncReport
     scope = [p.strip("/") for p in rel_paths if p.strip("/") and not ignored(p)]
     with writing(vault, check_read_only=False):
         return sync.sync(vault, scope=scope)
+
+
+def resync(vault: Vault) -> SyncReport:
+    """The pass a start-up makes, over every file (a stat for those unchanged): for
+    when file events were lost, or too many came to be worth sorting."""
+    with writing(vault, check_read_only=False), _no_cycle_collection():
+        return sync.sync(vault)
+
+
+def changed_on_disk(vault: Vault) -> list[str]:
+    """The page files whose size or modification time is not what the index holds,
+    the new ones and the indexed ones that are gone: found by stat alone, with no write
+    lock. Files the index passes over on purpose (a slug taken, no name, too large)
+    are not counted as changed."""
+    with reading(vault):
+        known = vault.index.pages.stamps()
+        passed_over = {path for path, _ in vault.index.pages.shadowed()}
+    found = scan_files(vault.root, warn=False)
+    changed = [rel for rel in known if rel not in found]
+    for rel, stamp in found.items():
+        row = known.get(rel)
+        if row is not None:
+            if (row.size, row.mtime_ns) != stamp:
+                changed.append(rel)
+        elif rel not in passed_over and slug_from_path(rel) and stamp.size <= MAX_FILE_BYTES:
+            changed.append(rel)
+    return sorted(changed)
 
 
 @contextmanager

@@ -68,6 +68,7 @@ def _read(vault: Vault, name: str, offset: int, column: int) -> tuple[PageView, 
             "backlinks": [
                 PageRef(slug=s, title=vault.graph.title(s)) for s in vault.graph.linking_to(slug)
             ],
+            "backlink_count": vault.graph.in_degree(slug),
             "links": [link for link in outgoing(vault, slug) if link.line > offset],
             "alternatives": alternatives,
         }

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from itertools import groupby
+from typing import Literal
+
 from lore_mcp import mentions
 from lore_mcp.config import MAX_QUERY_CHARS
 from lore_mcp.errors import InvalidArgumentError, LoreError
@@ -38,8 +42,11 @@ def list_pages(
     include_placeholders: bool = False,
     offset: int = 0,
     limit: int = 100,
+    *,
+    sort: Literal["slug", "modified"] = "slug",
 ) -> PageList:
-    """Pages sorted by slug, optionally under one folder, a page of them at a time."""
+    """Pages, optionally under one folder, a page of them at a time: by slug, or by
+    modification time (the latest first), each with when its file was last modified."""
     with reading(vault):
         prefix = name_key(folder).path + "/" if folder.strip().strip("/") else ""
         table = vault.index.pages
@@ -47,16 +54,17 @@ def list_pages(
             total = table.count_under(prefix, include_placeholders)
         else:  # the whole vault: the counts are at hand
             total = len(vault.pages) + (len(vault.placeholders) if include_placeholders else 0)
-        slugs = table.listing(prefix, include_placeholders, offset, limit)
+        rows = table.listing(prefix, include_placeholders, offset, limit, sort == "modified")
         return PageList(
-            pages=[_summary(vault, slug) for slug in slugs],
+            sort=sort,
+            pages=[_summary(vault, slug, mtime_ns) for slug, mtime_ns in rows],
             total=total,
             offset=offset,
             next_offset=offset + limit if offset + limit < total else None,
         )
 
 
-def _summary(vault: Vault, slug: str) -> PageSummary:
+def _summary(vault: Vault, slug: str, mtime_ns: int) -> PageSummary:
     node = vault.graph.node(slug)
     assert node is not None, slug
     return PageSummary(
@@ -65,7 +73,14 @@ def _summary(vault: Vault, slug: str) -> PageSummary:
         is_placeholder=node.is_placeholder,
         links_out=vault.graph.out_degree(slug),
         links_in=vault.graph.in_degree(slug),
+        modified=None if node.is_placeholder else iso_time(mtime_ns),
     )
+
+
+def iso_time(ns: int) -> str:
+    """A file time as ISO 8601 in UTC, to the second: 2025-06-01T14:30:05Z."""
+    when = datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat(timespec="seconds")
+    return when.replace("+00:00", "Z")
 
 
 def _check_query(query: str) -> None:
@@ -139,14 +154,22 @@ def _title_match(vault: Vault, slug: str, kind: str) -> TitleMatch:
 
 
 def get_backlinks(vault: Vault, name: str, include_unlinked: bool = False) -> Backlinks:
-    """Lines in other pages that link here; optionally lines that mention the title
-    without linking."""
+    """Lines in other pages that link here (one row per line, with how many links to
+    the page it holds); optionally lines that mention the title without linking."""
     with reading(vault):
         slug, _ = names.for_reading(vault, name)
         title = vault.graph.title(slug)
         linked = [
-            Backlink(slug=k.source, title=vault.graph.title(k.source), line=k.line, text=k.context)
-            for k in vault.index.links.to_page(slug)
+            Backlink(
+                slug=source,
+                title=vault.graph.title(source),
+                line=line,
+                text=first.context,
+                links=1 + len(rest),
+            )
+            for (source, line), (first, *rest) in groupby(
+                vault.index.links.to_page(slug), key=lambda k: (k.source, k.line)
+            )
         ]
         names_of = [title, *vault.index.pages.aliases_of([slug])[slug]]
         unlinked = _mentions(vault, slug, names_of) if include_unlinked else None
@@ -168,7 +191,7 @@ def _mentions(vault: Vault, slug: str, names_of: list[str]) -> list[Backlink]:
         except LoreError:
             continue
         found += [
-            Backlink(slug=source, title=row.title, line=line, text=line_text.strip())
+            Backlink(slug=source, title=row.title, line=line, text=line_text.strip(), links=0)
             for line, line_text in mentions.find_mentions(text, *names_of)
         ]
     return found
@@ -207,6 +230,7 @@ def get_graph(vault: Vault, name: str | None = None, depth: int = 1) -> GraphRes
 def _shape(vault: Vault) -> VaultShape:
     graph = vault.graph
     orphans = graph.orphans()
+    unreferenced = graph.unreferenced()
 
     def counted(pairs: list[tuple[str, int]]) -> list[LinkedCount]:
         return [LinkedCount(slug=s, title=graph.title(s), count=n) for s, n in pairs]
@@ -217,6 +241,8 @@ def _shape(vault: Vault) -> VaultShape:
         links=graph.edge_count(),
         orphans=orphans[:SHAPE_LIST_LIMIT],
         orphan_count=len(orphans),
+        unreferenced=unreferenced[:SHAPE_LIST_LIMIT],
+        unreferenced_count=len(unreferenced),
         most_linked=counted(graph.most_linked(10, placeholders=False)),
         unresolved=counted(graph.most_linked(SHAPE_LIST_LIMIT, placeholders=True)),
     )
