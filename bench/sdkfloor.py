@@ -57,7 +57,7 @@ def build(answers: Answers, stand_in: _NoVault | None = None) -> MCPServer[Any]:
     Its lifespan does nothing but set `stand_in.closed` at the end."""
     from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
-    from lore_mcp import __version__, server
+    from lore_mcp import __version__, server, tools
 
     floor = server.LoreServer(
         NAME,
@@ -66,7 +66,7 @@ def build(answers: Answers, stand_in: _NoVault | None = None) -> MCPServer[Any]:
         instructions=f"This is the memory vault {NAME!r} (replayed answers). {server.GUIDE}",
         lifespan=_lifespan(stand_in or _NoVault()),
     )
-    for fn, hints in server.TOOLS:
+    for fn, hints in tools.TOOLS:
         replay = _replaying(fn, answers.get(fn.__name__, ()))
         floor.add_tool(replay, title=hints.title, annotations=hints)
 

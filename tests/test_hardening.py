@@ -15,7 +15,8 @@ from conftest import write
 from helpers import assert_matches_fresh, call, ok, snapshot, text
 from lore_mcp import vault as engine
 from lore_mcp.config import MAX_CONTENT_BYTES
-from lore_mcp.server import INTERNAL_ERROR, build_server
+from lore_mcp.server import build_server
+from lore_mcp.tools import INTERNAL_ERROR
 from lore_mcp.vault import Vault
 
 pytestmark = pytest.mark.anyio

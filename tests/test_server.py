@@ -14,7 +14,8 @@ from mcp import Client
 from conftest import write
 from helpers import assert_matches_fresh, call, fails, ok, text
 from lore_mcp import vault as engine
-from lore_mcp.server import INTERNAL_ERROR, build_server, instructions
+from lore_mcp.server import build_server, instructions
+from lore_mcp.tools import INTERNAL_ERROR
 from lore_mcp.vault import Vault
 
 pytestmark = pytest.mark.anyio

@@ -65,7 +65,8 @@ def test_a_checkout_of_20000_changed_pages_converges(tmp_path: Path) -> None:
             time.sleep(1)
         assert live == expected, "the index did not converge to a fresh index of the files"
         assert "changed-hub" in state.placeholders and "base-hub" not in state.placeholders
-        hits = engine.search(state, "changedword123 text").hits
+        hits = engine.search(state, '"changedword123"').hits
         assert [hit.slug for hit in hits] == ["folder-23/page-123"]
+        assert engine.search(state, '"baseword123"').hits == []
     finally:
         state.close()

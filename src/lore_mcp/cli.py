@@ -1,9 +1,7 @@
 """The command line: `lore COMMAND` for people and scripts, and `lore-mcp`, which is
 `lore serve`: the MCP server, on stdio or (with `--http`) over Streamable HTTP.
 
-One parser serves both. Each command opens the vault (bringing its index up to date),
-calls one engine operation, and prints the result: tables on a terminal, the same as
-plain text when piped, one JSON document with `--json`. Errors go to stderr.
+One parser serves both. `serve` runs here; every other command runs in `commands`.
 """
 
 from __future__ import annotations
@@ -13,30 +11,19 @@ import logging
 import os
 import re
 import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime
-from functools import partial
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
-from lore_mcp import __version__, audit, display
+from lore_mcp import __version__, commands, display
 from lore_mcp import vault as engine
 from lore_mcp.config import LOG_LEVELS, MIN_RESULT_CHARS, VAULT_ENV, setup_logging
-from lore_mcp.errors import InvalidArgumentError, LoreError
-from lore_mcp.models import DoctorReport, PageView
+from lore_mcp.errors import LoreError, UsageError
 
 if TYPE_CHECKING:
     from lore_mcp.http import HttpOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
-WRITES = frozenset({"save", "append", "prepend", "edit", "rename", "delete", "restore"})
-STDIN_WRITES = frozenset({"save", "append", "prepend", "edit"})
-CLI_DOOR = audit.Door("cli", client_name="lore", client_version=__version__)
 MAX_LIMIT = 1000
 # Engine messages are written for the agent and name its tools; people get commands.
 TOOL_COMMANDS = {
@@ -74,10 +61,6 @@ warnings (exit status 0, or 1 with --strict):
   ambiguous links       links that matched several pages, what they resolved to, the candidates
   orphans               pages with no links in or out
 """
-
-
-class UsageError(LoreError):
-    """Arguments that parse but make no sense; exit status 2."""
 
 
 # -- arguments --------------------------------------------------------------------------
@@ -308,8 +291,7 @@ def main(argv: Sequence[str] | None = None, *, serve_prog: str = "lore serve") -
         args = build_parser(serve_prog).parse_args(argv)
         if args.command == "serve":
             return _serve(args)
-        with _logging_to_stderr(args.log_level or "WARNING"):
-            return _run(args)
+        return EXIT_OK if commands.run(args, _vault_path(args)) else EXIT_FAILED
     except SystemExit as exc:  # argparse: --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except UsageError as exc:
@@ -347,7 +329,9 @@ def _serve(args: argparse.Namespace) -> int:
     setup_logging(args.log_level or ("INFO" if http else "WARNING"))
     from lore_mcp.server import build_server
 
-    opened = engine.open_vault(vault, scan=False, read_only=args.read_only, readers=_readers())
+    opened = engine.open_vault(
+        vault, scan=False, read_only=args.read_only, readers=commands.readers()
+    )
     logging.getLogger(__name__).info(
         "serving %s over %s (watch %s)",
         opened.root,
@@ -388,216 +372,6 @@ def _http_options(args: argparse.Namespace) -> HttpOptions | None:
         session_timeout=args.session_timeout or http.DEFAULT_SESSION_TIMEOUT,
         max_sessions=args.max_sessions or http.DEFAULT_MAX_SESSIONS,
     )
-
-
-def _run(args: argparse.Namespace) -> int:
-    vault = _vault_path(args)
-    content = _stdin_text(args.command) if args.command in STDIN_WRITES else None
-    if args.command == "log":
-        since = None if args.since is None else _since(args.since)
-        result: BaseModel | _Source
-        result = audit.read_log(vault.expanduser(), since, args.slug, args.limit)
-    elif args.command == "index":
-        opened = engine.open_vault(vault, scan=False, readers=_readers())
-        try:
-            with _progress(always=True) as progress:
-                result = engine.index_vault(opened, progress)
-        finally:
-            opened.close()
-    else:
-        with _progress(always=False) as progress:
-            opened = engine.open_vault(
-                vault, read_only=args.command not in WRITES, progress=progress, readers=_readers()
-            )
-        try:
-            result = _call(opened, args, content)
-        finally:
-            opened.close()
-    _print(result, args.json, every_row=getattr(args, "all", False))
-    if isinstance(result, DoctorReport) and (result.errors or (args.strict and result.warnings)):
-        return EXIT_FAILED
-    return EXIT_OK
-
-
-def _readers() -> int:
-    """Worker processes that read pages in a pass over many files: one for each CPU this
-    process may use but one, three at most."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(0, min((cpus or 1) - 1, 3))
-
-
-def _since(text: str) -> datetime:
-    try:
-        return audit.parse_since(text)
-    except InvalidArgumentError as exc:
-        raise UsageError(str(exc)) from None
-
-
-@dataclass(frozen=True, slots=True)
-class _Source:
-    """What `lore read` prints: the page's file as it is (the page as read with --json)."""
-
-    page: PageView
-    data: bytes | None
-
-
-def _call(
-    vault: engine.Vault, args: argparse.Namespace, content: str | None
-) -> BaseModel | _Source:
-    """The one engine operation the command names."""
-    match args.command:
-        case "read":
-            return _Source(*engine.read_source(vault, args.name))
-        case "search":
-            return engine.search(vault, args.query, args.limit)
-        case "titles":
-            return engine.search_titles(vault, args.query, args.limit)
-        case "backlinks":
-            return engine.get_backlinks(vault, args.name, args.unlinked)
-        case "list":
-            return engine.list_pages(
-                vault, args.folder, args.placeholders, args.offset, args.limit, sort=args.sort
-            )
-        case "graph":
-            return engine.get_graph(vault, args.name, args.depth)
-        case "save" if args.section is not None:
-            return engine.save_page(
-                vault, args.name, content or "", mode="section", heading=args.section, door=CLI_DOOR
-            )
-        case "save":
-            return engine.save_page(vault, args.name, content or "", door=CLI_DOOR)
-        case "append" | "prepend":
-            return engine.save_page(
-                vault, args.name, content or "", mode=args.command, door=CLI_DOOR
-            )
-        case "edit":
-            return engine.save_page(
-                vault, args.name, content or "", mode="edit", old_text=args.old, door=CLI_DOOR
-            )
-        case "rename":
-            return engine.rename_page(vault, args.name, args.new_name, door=CLI_DOOR)
-        case "delete":
-            return engine.delete_page(vault, args.name, door=CLI_DOOR)
-        case "history":
-            return engine.page_history(vault, args.name)
-        case "restore":
-            return engine.restore_page(vault, args.name, args.version, door=CLI_DOOR)
-        case "doctor":
-            return engine.doctor(vault)
-    raise AssertionError(f"unhandled command {args.command!r}")
-
-
-# -- input and output -------------------------------------------------------------------
-
-
-def _stdin_text(command: str) -> str:
-    """The page content piped in, exactly as sent (no newline translation)."""
-    if sys.stdin is None:
-        raise InvalidArgumentError(f"lore {command} reads from stdin, and there is none.")
-    if sys.stdin.isatty():
-        print("lore: reading the page from stdin; end it with Ctrl-D", file=sys.stderr)
-    data: bytes = sys.stdin.buffer.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidArgumentError(
-            f"The content on stdin is not valid UTF-8 (byte {exc.start}); send UTF-8 text."
-        ) from None
-
-
-def _write(text: str) -> None:
-    """Text to stdout as UTF-8 bytes, whatever the locale, with no newline translation."""
-    _write_bytes(text.encode("utf-8"))
-
-
-def _write_bytes(data: bytes) -> None:
-    sys.stdout.flush()
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
-
-
-def _print(result: BaseModel | _Source, as_json: bool, every_row: bool = False) -> None:
-    if isinstance(result, _Source):
-        if as_json:
-            _write(result.page.model_dump_json(indent=2) + "\n")
-        else:
-            _write_bytes(result.data or b"")
-            _page_notes(result.page)
-    elif as_json:
-        _write(result.model_dump_json(indent=2) + "\n")
-    else:
-        draw: display.Draw = (
-            partial(display.doctor, result, rows=None if every_row else display.DOCTOR_ROWS)
-            if isinstance(result, DoctorReport)
-            else partial(display.show, result)
-        )
-        if sys.stdout.isatty():
-            display.on_terminal(draw, sys.stdout)
-        else:
-            _write(display.plain_text(draw))
-
-
-def _page_notes(page: PageView) -> None:
-    """What `lore read` cannot put on stdout without breaking the round trip."""
-    if page.is_placeholder:
-        sources = ", ".join(b.slug for b in page.backlinks) or "nothing"
-        print(
-            f"lore: {page.slug} is a placeholder (no file yet), linked from {sources}.",
-            file=sys.stderr,
-        )
-    if page.alternatives:
-        print(f"lore: the name also matches {', '.join(page.alternatives)}.", file=sys.stderr)
-    if page.encoding_errors:
-        print(
-            f"lore: {page.path} is not valid UTF-8; its bytes were printed as they are. "
-            "`lore save` takes UTF-8 only; append, prepend, edit and --section refuse it.",
-            file=sys.stderr,
-        )
-
-
-class _PlainProgress:
-    """Progress as a line on stderr at most once a second, and when done: how far, how
-    long so far, and about how long is left."""
-
-    def __init__(self, interval: float = 1.0) -> None:
-        self._interval = interval
-        self._started = time.monotonic()
-        self._next = self._started + interval
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done == total or now >= self._next:
-            print(
-                f"lore: {display.progress_line(done, total, now - self._started)}",
-                file=sys.stderr,
-                flush=True,
-            )
-            self._next = now + self._interval
-
-
-@contextmanager
-def _progress(always: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A bar on a terminal; plain lines elsewhere when `always`, else nothing."""
-    if sys.stderr.isatty():
-        with display.progress_bar(transient=not always) as report:
-            yield report
-    else:
-        yield _PlainProgress() if always else None
-
-
-@contextmanager
-def _logging_to_stderr(level: str) -> Iterator[None]:
-    logger = logging.getLogger("lore_mcp")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("lore: %(levelname)s: %(message)s"))
-    previous = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(level)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(previous)
 
 
 def _silence_stdout() -> None:

@@ -116,3 +116,7 @@ class ConflictError(LoreError):
             f"{rel_path!r} changed since you read it ({now}). Nothing was written; read the "
             "page again and repeat the change on what it holds now."
         )
+
+
+class UsageError(LoreError):
+    """Command-line arguments that parse but make no sense; exit status 2."""

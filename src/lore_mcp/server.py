@@ -1,13 +1,9 @@
-"""The nine MCP tools, a thin layer over the engine (`lore_mcp.vault`).
-
-Each tool is a typed function: its docstring and type hints are its schema. It runs one
-vault operation in a worker thread and returns the result twice: as structured content
-(the tool's output schema) and as a few readable lines for the model (see `render`).
-`_call` is the one place where a `LoreError` becomes an `isError` result.
+"""The MCP server: the nine tools (see `tools`), pages as resources, and a lifespan.
 
 `build_server(vault)` takes a vault opened with `vault.open_vault(root, scan=False)` and
 owns it from then on: its lifespan indexes the vault in a background thread (so
 `initialize` is answered at once), starts the watcher, and closes the vault at exit.
+`run_stdio` serves it on stdin and stdout with the SDK's transport.
 """
 
 from __future__ import annotations
@@ -18,29 +14,20 @@ import os
 import signal
 import sys
 import threading
-import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any
 
 import anyio
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from mcp.types import CallToolResult, InputRequiredResult
+from pydantic import ValidationError
 
-from lore_mcp import __version__, audit, budget, render
+from lore_mcp import __version__
 from lore_mcp import vault as engine
-from lore_mcp.config import (
-    DEFAULT_MAX_RESULT_CHARS,
-    MAX_CONTENT_BYTES,
-    MAX_NAME_CHARS,
-    MAX_QUERY_CHARS,
-    MIN_RESULT_CHARS,
-)
-from lore_mcp.edits import Mode
+from lore_mcp.config import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from lore_mcp.errors import (
     InvalidArgumentError,
     InvalidNameError,
@@ -49,26 +36,11 @@ from lore_mcp.errors import (
     UnsafePathError,
     VaultBusyError,
 )
-from lore_mcp.models import (
-    Backlinks,
-    Budgeted,
-    DeleteResult,
-    GraphResult,
-    PageList,
-    PageView,
-    RenameResult,
-    SaveResult,
-    SearchResults,
-    TitleMatches,
-)
+from lore_mcp.tools import TOOLS, Served
 from lore_mcp.vault import Vault
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-R = TypeVar("R", bound=Budgeted)
-
-INTERNAL_ERROR = "Internal error; the server logged the details and is still running."
 PAGE_TEMPLATE = "lore://page/{+slug}"
 READ_ONLY_GUIDE = (
     "This server is read-only: it cannot save, delete or rename pages. To recall: search "
@@ -87,334 +59,6 @@ GUIDE = (
     "fill later. rename_page moves a page and fixes every link to it; delete_page keeps "
     "the file's last version in the history. list_pages browses by folder."
 )
-
-
-@dataclass
-class Served:
-    """What every tool call can reach: the vault, the result size limit, and the id the
-    audit log gives a stdio session (one process serves one)."""
-
-    vault: Vault
-    max_result_chars: int
-    stdio_session: str = field(default_factory=lambda: uuid.uuid4().hex)
-
-
-Ctx = Context[Served, Any]
-
-Name = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=MAX_NAME_CHARS,
-        description="The page: a slug ('concepts/link-resolution'), a title "
-        "('Link Resolution') or a path ('concepts/Link Resolution.md'); case-insensitive",
-    ),
-]
-NewName = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=MAX_NAME_CHARS,
-        description="The new title ('New Title', same folder) or 'folder/New Title' to move it",
-    ),
-]
-# Characters here; the engine checks the real limit, 1 MiB of UTF-8 bytes.
-Content = Annotated[
-    str,
-    Field(
-        max_length=MAX_CONTENT_BYTES,
-        description="replace: the page's complete Markdown (at most 1 MiB of UTF-8); append, "
-        "prepend: the text to add; edit: the text that takes old_text's place; section: the "
-        "section's new body",
-    ),
-]
-SaveMode = Annotated[
-    Mode,
-    Field(
-        description="replace (the whole page), append (at the end), prepend (after the "
-        "frontmatter), edit (replace old_text), section (replace the body under heading)"
-    ),
-]
-OldText = Annotated[
-    str | None,
-    Field(
-        min_length=1,
-        max_length=MAX_CONTENT_BYTES,
-        description="edit: the exact text to replace; it must occur once in the page",
-    ),
-]
-Heading = Annotated[
-    str | None,
-    Field(
-        min_length=1,
-        max_length=MAX_NAME_CHARS,
-        description="section: the section's heading, '## Decisions' or 'Decisions'",
-    ),
-]
-Folder = Annotated[
-    str, Field(max_length=MAX_NAME_CHARS, description="Only pages under this folder; empty for all")
-]
-Centre = Annotated[
-    str | None,
-    Field(max_length=MAX_NAME_CHARS, description="Centre page; leave out for the vault's shape"),
-]
-Depth = Annotated[int, Field(ge=1, le=3, description="How many links from the centre (1-3)")]
-Offset = Annotated[int, Field(ge=0, description="Skip this many pages (for paging)")]
-LineOffset = Annotated[
-    int,
-    Field(
-        ge=0,
-        description="Skip this many lines: 0 reads from the top; a page read in parts "
-        "gives the offset that reads on (next_offset)",
-    ),
-]
-Column = Annotated[
-    int,
-    Field(
-        ge=0,
-        description="Then skip this many characters of that line (next_column reads on)",
-    ),
-]
-Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
-ExpectedHash = Annotated[
-    str | None,
-    Field(
-        max_length=80,
-        description="The page's hash as read_page gave it: the write fails, changing "
-        "nothing, if the page has changed since (another agent wrote it)",
-    ),
-]
-
-
-def _limit(what: str) -> Any:
-    return Field(ge=1, le=100, description=f"At most this many {what} (1-100)")
-
-
-# -- the boundary -------------------------------------------------------------------------
-
-
-async def _call(ctx: Ctx, operation: Callable[[Vault], T]) -> T:
-    """Run a vault operation in a worker thread; its failures become isError results.
-    A cancelled call lets go of the thread at once (the operation still finishes,
-    under the vault's lock)."""
-    vault = ctx.request_context.lifespan_context.vault
-    try:
-        return await anyio.to_thread.run_sync(operation, vault, abandon_on_cancel=True)
-    except LoreError as exc:
-        raise ToolError(str(exc)) from exc
-    except Exception as exc:
-        log.exception("unexpected failure in a vault operation")
-        raise ToolError(INTERNAL_ERROR) from exc
-
-
-def _door(ctx: Ctx) -> audit.Door:
-    """Who writes, for the audit log: the MCP door, the session (Mcp-Session-Id over
-    HTTP; the process's own id on stdio) and the client as its initialize named it."""
-    headers = ctx.headers  # None on stdio
-    if headers is None:
-        session: str | None = ctx.request_context.lifespan_context.stdio_session
-    else:
-        session = headers.get("mcp-session-id")
-    params = ctx.session.client_params
-    info = params.client_info if params is not None else None
-    return audit.Door(
-        "mcp",
-        session=session,
-        client_name=info.name if info is not None else None,
-        client_version=info.version if info is not None else None,
-    )
-
-
-def _result(ctx: Ctx, model: R, draw: Callable[[R], str]) -> CallToolResult:
-    """Readable text for the model, the model's fields as structured content; both
-    within the result size limit (an oversized result is shrunk by `budget`)."""
-    limit = ctx.request_context.lifespan_context.max_result_chars
-    fitted, drawn = budget.fit(model, lambda result: render.noted(draw(result), result), limit)
-    return CallToolResult(
-        content=[TextContent(type="text", text=drawn)],
-        structured_content=fitted.model_dump(mode="json"),
-    )
-
-
-# -- the nine tools -----------------------------------------------------------------------
-
-
-async def read_page(
-    slug: Name, ctx: Ctx, offset: LineOffset = 0, column: Column = 0
-) -> Annotated[CallToolResult, PageView]:
-    """Read one page of the memory vault: its Markdown, the pages that link to it
-    (backlinks) and the links it holds.
-
-    A placeholder (a page that is linked to but not written yet) reads as empty content
-    plus who links to it. An unknown name fails with the closest slugs; an ambiguous one
-    is resolved like a link and the other candidates are listed. A page too long for one
-    result is read in parts (the first says how many): call again with next_offset and
-    next_column; joined, the parts are the file exactly."""
-    view = await _call(ctx, lambda v: engine.read_page(v, slug, offset, column))
-    return _result(ctx, view, render.page)
-
-
-async def save_page(
-    slug: Name,
-    content: Content,
-    ctx: Ctx,
-    *,
-    mode: SaveMode = "replace",
-    old_text: OldText = None,
-    heading: Heading = None,
-    expected_hash: ExpectedHash = None,
-) -> Annotated[CallToolResult, SaveResult]:
-    """Write a page: create it, change it, or fill in a placeholder.
-
-    mode replace (the default) sends the whole page; append and prepend add content at
-    its end or start, edit replaces the one occurrence of old_text with content, section
-    replaces the body under heading (up to the next heading of its level or higher).
-    Prefer them to a replace for a small change to a long page: nothing else is sent or
-    can be lost. A bare name changes the page of that name in any folder, else
-    replace, append and prepend create it at the top; a path ('notes/Idea', 'Idea.md')
-    means exactly that file. Links, search index and graph are updated in the same call;
-    the version replaced is kept in the history. Only replace is idempotent."""
-    door = _door(ctx)
-    saved = await _call(
-        ctx,
-        lambda v: engine.save_page(
-            v,
-            slug,
-            content,
-            mode=mode,
-            old_text=old_text,
-            heading=heading,
-            door=door,
-            expected_hash=expected_hash,
-        ),
-    )
-    return _result(ctx, saved, render.saved)
-
-
-async def delete_page(
-    slug: Name, ctx: Ctx, expected_hash: ExpectedHash = None
-) -> Annotated[CallToolResult, DeleteResult]:
-    """Delete a page. Its last version is kept in the vault's history (`lore restore`
-    brings it back). If other pages still link to it, it stays on as a placeholder. The
-    name must match one page only."""
-    door = _door(ctx)
-    deleted = await _call(
-        ctx, lambda v: engine.delete_page(v, slug, door=door, expected_hash=expected_hash)
-    )
-    return _result(ctx, deleted, render.deleted)
-
-
-async def rename_page(
-    slug: Name, new_name: NewName, ctx: Ctx, expected_hash: ExpectedHash = None
-) -> Annotated[CallToolResult, RenameResult]:
-    """Rename or move a page and rewrite every [[link]] that pointed at it, in every
-    page (aliases, headings and embeds are kept). Nothing is lost. The name must match
-    one page only, and the new name must be free."""
-    door = _door(ctx)
-    renamed = await _call(
-        ctx,
-        lambda v: engine.rename_page(v, slug, new_name, door=door, expected_hash=expected_hash),
-    )
-    return _result(ctx, renamed, render.renamed)
-
-
-async def list_pages(
-    ctx: Ctx,
-    folder: Folder = "",
-    include_placeholders: Annotated[
-        bool, Field(description="Also list placeholders (linked, not written yet)")
-    ] = False,
-    offset: Offset = 0,
-    limit: Annotated[int, _limit("pages")] = 100,
-    *,
-    sort: Annotated[
-        Literal["slug", "modified"],
-        Field(description="slug: by slug (default); modified: the latest modified first"),
-    ] = "slug",
-) -> Annotated[CallToolResult, PageList]:
-    """List pages with how many links go out and come in and when each file was last
-    modified: by slug, or with sort="modified" the latest first (what changed lately).
-    Page through long listings with offset (the result says the next offset)."""
-    listing = await _call(
-        ctx, lambda v: engine.list_pages(v, folder, include_placeholders, offset, limit, sort=sort)
-    )
-    return _result(ctx, listing, render.listing)
-
-
-async def search(
-    query: Annotated[Query, Field(description="Words to find; any text is safe to send")],
-    ctx: Ctx,
-    limit: Annotated[int, _limit("hits")] = 10,
-) -> Annotated[CallToolResult, SearchResults]:
-    """Full-text search over every page, best match first. A page matches when it holds
-    any word of the query (question words, articles and the like aside); pages holding
-    all of them, or holding them in their title or aliases or as a phrase, rank first.
-    English words find their other forms (embedding: embed), case and accents never
-    matter, "quoted phrases" match exactly, C++, .NET, node.js, v1.10 match as written,
-    #tag words keep to pages with that tag, and the last word also matches longer words
-    it starts. Each hit has its best passage, matches marked. Any script, CJK included."""
-    results = await _call(ctx, lambda v: engine.search(v, query, limit))
-    return _result(ctx, results, render.hits)
-
-
-async def search_titles(
-    query: Annotated[Query, Field(description="A page name, or part of one")],
-    ctx: Ctx,
-    limit: Annotated[int, _limit("matches")] = 20,
-) -> Annotated[CallToolResult, TitleMatches]:
-    """Find pages by title or slug: exact matches first, then prefixes, substrings and
-    close spellings. Use it to learn what a page is called; placeholders are flagged."""
-    matches = await _call(ctx, lambda v: engine.search_titles(v, query, limit))
-    return _result(ctx, matches, render.title_matches)
-
-
-async def get_backlinks(
-    slug: Name,
-    ctx: Ctx,
-    include_unlinked: Annotated[
-        bool, Field(description="Also find pages that mention the title without linking")
-    ] = False,
-) -> Annotated[CallToolResult, Backlinks]:
-    """The lines in other pages that link to this page, with line numbers; optionally
-    also plain-text mentions of its title that are not links yet."""
-    backlinks = await _call(ctx, lambda v: engine.get_backlinks(v, slug, include_unlinked))
-    return _result(ctx, backlinks, render.backlinks)
-
-
-async def get_graph(
-    ctx: Ctx, slug: Centre = None, depth: Depth = 1
-) -> Annotated[CallToolResult, GraphResult]:
-    """The link graph. With a slug: the pages within `depth` links of it (either
-    direction) and the links between them. Without: the vault's shape - counts, orphan
-    pages (no links in or out), unreferenced pages (nothing links to them), the most
-    linked pages and unresolved link targets."""
-    graph = await _call(ctx, lambda v: engine.get_graph(v, slug, depth))
-    return _result(ctx, graph, render.graph)
-
-
-def _hints(
-    title: str, *, read_only: bool = False, destructive: bool = False, idempotent: bool = True
-) -> ToolAnnotations:
-    return ToolAnnotations(
-        title=title,
-        read_only_hint=read_only,
-        destructive_hint=destructive,
-        idempotent_hint=idempotent,
-        open_world_hint=False,
-    )
-
-
-TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
-    (read_page, _hints("Read a page", read_only=True)),
-    (save_page, _hints("Save a page", destructive=True, idempotent=False)),
-    (delete_page, _hints("Delete a page", destructive=True)),
-    (rename_page, _hints("Rename a page", idempotent=False)),
-    (list_pages, _hints("List pages", read_only=True)),
-    (search, _hints("Search page text", read_only=True)),
-    (search_titles, _hints("Find pages by title", read_only=True)),
-    (get_backlinks, _hints("Show backlinks", read_only=True)),
-    (get_graph, _hints("Show the link graph", read_only=True)),
-]
 
 
 # -- the server and its lifespan ----------------------------------------------------------

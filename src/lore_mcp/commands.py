@@ -1,0 +1,243 @@
+"""Running one `lore` command other than `serve`: open the vault (bringing its index up
+to date), call one engine operation, and print the result: tables on a terminal, the
+same as plain text when piped, one JSON document with `--json`. Errors go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from lore_mcp import __version__, audit, display
+from lore_mcp import vault as engine
+from lore_mcp.errors import InvalidArgumentError, UsageError
+from lore_mcp.models import DoctorReport, PageView
+
+WRITES = frozenset({"save", "append", "prepend", "edit", "rename", "delete", "restore"})
+STDIN_WRITES = frozenset({"save", "append", "prepend", "edit"})
+CLI_DOOR = audit.Door("cli", client_name="lore", client_version=__version__)
+
+
+def run(args: argparse.Namespace, vault: Path) -> bool:
+    """Run the command `args` names on the vault at `vault`, logging to stderr; whether
+    it succeeded (`lore doctor` fails on errors, or warnings with --strict)."""
+    with _logging_to_stderr(args.log_level or "WARNING"):
+        result = _result(args, vault)
+    _print(result, args.json, every_row=getattr(args, "all", False))
+    if isinstance(result, DoctorReport):
+        return not (result.errors or (args.strict and result.warnings))
+    return True
+
+
+def _result(args: argparse.Namespace, vault: Path) -> BaseModel | _Source:
+    content = _stdin_text(args.command) if args.command in STDIN_WRITES else None
+    if args.command == "log":
+        since = None if args.since is None else _since(args.since)
+        return audit.read_log(vault.expanduser(), since, args.slug, args.limit)
+    if args.command == "index":
+        opened = engine.open_vault(vault, scan=False, readers=readers())
+        try:
+            with _progress(always=True) as progress:
+                return engine.index_vault(opened, progress)
+        finally:
+            opened.close()
+    with _progress(always=False) as progress:
+        opened = engine.open_vault(
+            vault, read_only=args.command not in WRITES, progress=progress, readers=readers()
+        )
+    try:
+        return _call(opened, args, content)
+    finally:
+        opened.close()
+
+
+def readers() -> int:
+    """Worker processes that read pages in a pass over many files: one for each CPU this
+    process may use but one, three at most."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(0, min((cpus or 1) - 1, 3))
+
+
+def _since(text: str) -> datetime:
+    try:
+        return audit.parse_since(text)
+    except InvalidArgumentError as exc:
+        raise UsageError(str(exc)) from None
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """What `lore read` prints: the page's file as it is (the page as read with --json)."""
+
+    page: PageView
+    data: bytes | None
+
+
+def _call(
+    vault: engine.Vault, args: argparse.Namespace, content: str | None
+) -> BaseModel | _Source:
+    """The one engine operation the command names."""
+    match args.command:
+        case "read":
+            return _Source(*engine.read_source(vault, args.name))
+        case "search":
+            return engine.search(vault, args.query, args.limit)
+        case "titles":
+            return engine.search_titles(vault, args.query, args.limit)
+        case "backlinks":
+            return engine.get_backlinks(vault, args.name, args.unlinked)
+        case "list":
+            return engine.list_pages(
+                vault, args.folder, args.placeholders, args.offset, args.limit, sort=args.sort
+            )
+        case "graph":
+            return engine.get_graph(vault, args.name, args.depth)
+        case "save" if args.section is not None:
+            return engine.save_page(
+                vault, args.name, content or "", mode="section", heading=args.section, door=CLI_DOOR
+            )
+        case "save":
+            return engine.save_page(vault, args.name, content or "", door=CLI_DOOR)
+        case "append" | "prepend":
+            return engine.save_page(
+                vault, args.name, content or "", mode=args.command, door=CLI_DOOR
+            )
+        case "edit":
+            return engine.save_page(
+                vault, args.name, content or "", mode="edit", old_text=args.old, door=CLI_DOOR
+            )
+        case "rename":
+            return engine.rename_page(vault, args.name, args.new_name, door=CLI_DOOR)
+        case "delete":
+            return engine.delete_page(vault, args.name, door=CLI_DOOR)
+        case "history":
+            return engine.page_history(vault, args.name)
+        case "restore":
+            return engine.restore_page(vault, args.name, args.version, door=CLI_DOOR)
+        case "doctor":
+            return engine.doctor(vault)
+    raise AssertionError(f"unhandled command {args.command!r}")
+
+
+# -- input and output -------------------------------------------------------------------
+
+
+def _stdin_text(command: str) -> str:
+    """The page content piped in, exactly as sent (no newline translation)."""
+    if sys.stdin is None:
+        raise InvalidArgumentError(f"lore {command} reads from stdin, and there is none.")
+    if sys.stdin.isatty():
+        print("lore: reading the page from stdin; end it with Ctrl-D", file=sys.stderr)
+    data: bytes = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(
+            f"The content on stdin is not valid UTF-8 (byte {exc.start}); send UTF-8 text."
+        ) from None
+
+
+def _write(text: str) -> None:
+    """Text to stdout as UTF-8 bytes, whatever the locale, with no newline translation."""
+    _write_bytes(text.encode("utf-8"))
+
+
+def _write_bytes(data: bytes) -> None:
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def _print(result: BaseModel | _Source, as_json: bool, every_row: bool = False) -> None:
+    if isinstance(result, _Source):
+        if as_json:
+            _write(result.page.model_dump_json(indent=2) + "\n")
+        else:
+            _write_bytes(result.data or b"")
+            _page_notes(result.page)
+    elif as_json:
+        _write(result.model_dump_json(indent=2) + "\n")
+    else:
+        draw: display.Draw = (
+            partial(display.doctor, result, rows=None if every_row else display.DOCTOR_ROWS)
+            if isinstance(result, DoctorReport)
+            else partial(display.show, result)
+        )
+        if sys.stdout.isatty():
+            display.on_terminal(draw, sys.stdout)
+        else:
+            _write(display.plain_text(draw))
+
+
+def _page_notes(page: PageView) -> None:
+    """What `lore read` cannot put on stdout without breaking the round trip."""
+    if page.is_placeholder:
+        sources = ", ".join(b.slug for b in page.backlinks) or "nothing"
+        print(
+            f"lore: {page.slug} is a placeholder (no file yet), linked from {sources}.",
+            file=sys.stderr,
+        )
+    if page.alternatives:
+        print(f"lore: the name also matches {', '.join(page.alternatives)}.", file=sys.stderr)
+    if page.encoding_errors:
+        print(
+            f"lore: {page.path} is not valid UTF-8; its bytes were printed as they are. "
+            "`lore save` takes UTF-8 only; append, prepend, edit and --section refuse it.",
+            file=sys.stderr,
+        )
+
+
+class _PlainProgress:
+    """Progress as a line on stderr at most once a second, and when done: how far, how
+    long so far, and about how long is left."""
+
+    def __init__(self, interval: float = 1.0) -> None:
+        self._interval = interval
+        self._started = time.monotonic()
+        self._next = self._started + interval
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now >= self._next:
+            print(
+                f"lore: {display.progress_line(done, total, now - self._started)}",
+                file=sys.stderr,
+                flush=True,
+            )
+            self._next = now + self._interval
+
+
+@contextmanager
+def _progress(always: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A bar on a terminal; plain lines elsewhere when `always`, else nothing."""
+    if sys.stderr.isatty():
+        with display.progress_bar(transient=not always) as report:
+            yield report
+    else:
+        yield _PlainProgress() if always else None
+
+
+@contextmanager
+def _logging_to_stderr(level: str) -> Iterator[None]:
+    logger = logging.getLogger("lore_mcp")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("lore: %(levelname)s: %(message)s"))
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
