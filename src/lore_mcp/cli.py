@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lore_mcp import __version__, commands, display
+from lore_mcp import __version__, commands, display_doctor
 from lore_mcp import vault as engine
 from lore_mcp.config import LOG_LEVELS, MIN_RESULT_CHARS, VAULT_ENV, setup_logging
 from lore_mcp.errors import LoreError, UsageError
@@ -157,7 +157,7 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     p.add_argument(
         "--all",
         action="store_true",
-        help=f"list every finding (default: the first {display.DOCTOR_ROWS} of each kind)",
+        help=f"list every finding (default: the first {display_doctor.ROWS} of each kind)",
     )
     p = command("log", "the audit log: every save, delete and rename, oldest first")
     p.add_argument(

@@ -18,8 +18,18 @@ from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
-from lore_mcp import __version__, audit, display
+from lore_mcp import __version__, audit, display, display_doctor
 from lore_mcp import vault as engine
 from lore_mcp.errors import InvalidArgumentError, UsageError
 from lore_mcp.models import DoctorReport, PageView
@@ -170,7 +180,7 @@ def _print(result: BaseModel | _Source, as_json: bool, every_row: bool = False) 
         _write(result.model_dump_json(indent=2) + "\n")
     else:
         draw: display.Draw = (
-            partial(display.doctor, result, rows=None if every_row else display.DOCTOR_ROWS)
+            partial(display_doctor.show, result, rows=None if every_row else display_doctor.ROWS)
             if isinstance(result, DoctorReport)
             else partial(display.show, result)
         )
@@ -198,6 +208,52 @@ def _page_notes(page: PageView) -> None:
         )
 
 
+@contextmanager
+def progress_bar(
+    console: Console | None = None, transient: bool = False
+) -> Iterator[Callable[[int, int], None]]:
+    """A progress callback `(done, total)` drawing a bar on stderr; the bar appears on
+    the first call, so a pass with nothing to parse shows nothing."""
+    bar = Progress(
+        TextColumn("indexing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("files"),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+        console=console or Console(stderr=True),
+        transient=transient,
+    )
+    task: TaskID | None = None
+
+    def report(done: int, total: int) -> None:
+        nonlocal task
+        if task is None:
+            bar.start()
+            task = bar.add_task("indexing", total=total)
+        bar.update(task, completed=done, total=total)
+
+    try:
+        yield report
+    finally:
+        if task is not None:
+            bar.stop()
+
+
+def progress_line(done: int, total: int, elapsed: float) -> str:
+    """An index pass's progress as words: how far, how long so far, about how long left."""
+    line = f"indexed {done} of {total} changed files in {_duration(elapsed)}"
+    if 0 < done < total and elapsed >= 1:
+        line += f", about {_duration(elapsed * (total - done) / done)} left"
+    return line
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60} min {whole % 60:02d} s" if whole >= 60 else f"{whole} s"
+
+
 class _PlainProgress:
     """Progress as a line on stderr at most once a second, and when done: how far, how
     long so far, and about how long is left."""
@@ -211,7 +267,7 @@ class _PlainProgress:
         now = time.monotonic()
         if done == total or now >= self._next:
             print(
-                f"lore: {display.progress_line(done, total, now - self._started)}",
+                f"lore: {progress_line(done, total, now - self._started)}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -222,7 +278,7 @@ class _PlainProgress:
 def _progress(always: bool) -> Iterator[Callable[[int, int], None] | None]:
     """A bar on a terminal; plain lines elsewhere when `always`, else nothing."""
     if sys.stderr.isatty():
-        with display.progress_bar(transient=not always) as report:
+        with progress_bar(transient=not always) as report:
             yield report
     else:
         yield _PlainProgress() if always else None

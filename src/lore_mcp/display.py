@@ -7,23 +7,13 @@ and no escape codes, one row per line. Page text is never read as rich markup.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from functools import partial, singledispatch
-from typing import IO, TYPE_CHECKING
+from collections.abc import Callable
+from functools import singledispatch
+from typing import IO
 
 from pydantic import BaseModel
 from rich import box
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
@@ -44,9 +34,6 @@ from lore_mcp.models import (
     TitleMatches,
     VaultShape,
 )
-
-if TYPE_CHECKING:
-    from lore_mcp.models import DoctorReport
 
 PLAIN_WIDTH = 4096
 SLUG = "cyan"
@@ -80,63 +67,17 @@ def plain_text(draw: Draw) -> str:
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
-@contextmanager
-def progress_bar(
-    console: Console | None = None, transient: bool = False
-) -> Iterator[Callable[[int, int], None]]:
-    """A progress callback `(done, total)` drawing a bar on stderr; the bar appears on
-    the first call, so a pass with nothing to parse shows nothing."""
-    bar = Progress(
-        TextColumn("indexing"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("files"),
-        TimeElapsedColumn(),
-        TextColumn("left"),
-        TimeRemainingColumn(),
-        console=console or Console(stderr=True),
-        transient=transient,
-    )
-    task: TaskID | None = None
-
-    def report(done: int, total: int) -> None:
-        nonlocal task
-        if task is None:
-            bar.start()
-            task = bar.add_task("indexing", total=total)
-        bar.update(task, completed=done, total=total)
-
-    try:
-        yield report
-    finally:
-        if task is not None:
-            bar.stop()
-
-
-def progress_line(done: int, total: int, elapsed: float) -> str:
-    """An index pass's progress as words: how far, how long so far, about how long left."""
-    line = f"indexed {done} of {total} changed files in {_duration(elapsed)}"
-    if 0 < done < total and elapsed >= 1:
-        line += f", about {_duration(elapsed * (total - done) / done)} left"
-    return line
-
-
-def _duration(seconds: float) -> str:
-    whole = round(seconds)
-    return f"{whole // 60} min {whole % 60:02d} s" if whole >= 60 else f"{whole} s"
-
-
 # -- pieces -------------------------------------------------------------------------------
 
 
-def _table(*headers: str) -> Table:
+def new_table(*headers: str) -> Table:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
     for header in headers:
         table.add_column(header, justify="right" if header in NUMERIC else "left")
     return table
 
 
-def _slug(slug: str) -> Text:
+def slug_text(slug: str) -> Text:
     return Text(slug, style=SLUG)
 
 
@@ -157,11 +98,11 @@ def _marked(snippet: str, styled: bool) -> Text:
     return text
 
 
-def _heading(console: Console, text: str) -> None:
+def print_heading(console: Console, text: str) -> None:
     console.print(Text(text, style="bold"))
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
@@ -198,9 +139,11 @@ def _search(result: SearchResults, console: Console) -> None:
     if not result.hits:
         console.print(Text(f"No pages match {result.query!r}."))
         return
-    table = _table("slug", "title", "match")
+    table = new_table("slug", "title", "match")
     for hit in result.hits:
-        table.add_row(_slug(hit.slug), _title(hit.title), _marked(hit.snippet, console.is_terminal))
+        table.add_row(
+            slug_text(hit.slug), _title(hit.title), _marked(hit.snippet, console.is_terminal)
+        )
     console.print(table)
 
 
@@ -209,19 +152,21 @@ def _titles(result: TitleMatches, console: Console) -> None:
     if not result.matches:
         console.print(Text(f"No titles match {result.query!r}."))
         return
-    table = _table("slug", "title", "match")
+    table = new_table("slug", "title", "match")
     for m in result.matches:
-        table.add_row(_slug(m.slug), _title(m.title, m.is_placeholder), Text(m.match, style=MUTED))
+        table.add_row(
+            slug_text(m.slug), _title(m.title, m.is_placeholder), Text(m.match, style=MUTED)
+        )
     console.print(table)
 
 
 def _lines(console: Console, heading: str, rows: list[Backlink], linked: bool = True) -> None:
-    _heading(console, f"{heading} ({_plural(len(rows), 'line')})")
+    print_heading(console, f"{heading} ({plural(len(rows), 'line')})")
     if rows:
-        table = _table("page", "line", *(["links"] if linked else []), "text")
+        table = new_table("page", "line", *(["links"] if linked else []), "text")
         for row in rows:
             count = [str(row.links)] if linked else []
-            table.add_row(_slug(row.slug), str(row.line), *count, Text(row.text))
+            table.add_row(slug_text(row.slug), str(row.line), *count, Text(row.text))
         console.print(table)
 
 
@@ -237,11 +182,11 @@ def _list(result: PageList, console: Console) -> None:
     if not result.pages:
         console.print(Text(f"No pages here ({result.total} in all)."))
         return
-    table = _table("slug", "title", "in", "out", "modified (UTC)")
+    table = new_table("slug", "title", "in", "out", "modified (UTC)")
     for p in result.pages:
         when = (p.modified or "").replace("T", " ").removesuffix("Z")
         table.add_row(
-            _slug(p.slug),
+            slug_text(p.slug),
             _title(p.title, p.is_placeholder),
             str(p.links_in),
             str(p.links_out),
@@ -262,31 +207,35 @@ def _graph(result: GraphResult, console: Console) -> None:
 
 
 def _neighbourhood(hood: Neighbourhood, console: Console) -> None:
-    _heading(console, f"{hood.center}, {hood.depth} hop(s) out: {_plural(len(hood.nodes), 'page')}")
-    table = _table("hops", "slug", "title")
+    print_heading(
+        console, f"{hood.center}, {hood.depth} hop(s) out: {plural(len(hood.nodes), 'page')}"
+    )
+    table = new_table("hops", "slug", "title")
     for node in hood.nodes:
-        table.add_row(str(node.depth), _slug(node.slug), _title(node.title, node.is_placeholder))
+        table.add_row(
+            str(node.depth), slug_text(node.slug), _title(node.title, node.is_placeholder)
+        )
     console.print(table)
-    _heading(console, f"Links ({len(hood.edges)})")
+    print_heading(console, f"Links ({len(hood.edges)})")
     for edge in hood.edges:
-        console.print(Text.assemble(_slug(edge.source), " -> ", _slug(edge.target)))
+        console.print(Text.assemble(slug_text(edge.source), " -> ", slug_text(edge.target)))
 
 
 def _counts(console: Console, heading: str, rows: list[LinkedCount]) -> None:
     if rows:
-        _heading(console, heading)
-        table = _table("slug", "title", "in")
+        print_heading(console, heading)
+        table = new_table("slug", "title", "in")
         for row in rows:
-            table.add_row(_slug(row.slug), _title(row.title), str(row.count))
+            table.add_row(slug_text(row.slug), _title(row.title), str(row.count))
         console.print(table)
 
 
 def _shape(shape: VaultShape, console: Console) -> None:
     console.print(
         Text(
-            f"{_plural(shape.pages, 'page')}, {_plural(shape.placeholders, 'placeholder')}, "
-            f"{_plural(shape.links, 'link')} between pages, "
-            f"{_plural(shape.orphan_count, 'orphan')}, {shape.unreferenced_count} unreferenced"
+            f"{plural(shape.pages, 'page')}, {plural(shape.placeholders, 'placeholder')}, "
+            f"{plural(shape.links, 'link')} between pages, "
+            f"{plural(shape.orphan_count, 'orphan')}, {shape.unreferenced_count} unreferenced"
         )
     )
     _counts(console, "Most linked", shape.most_linked)
@@ -300,9 +249,9 @@ def _shape(shape: VaultShape, console: Console) -> None:
         ),
     ):
         if slugs:
-            _heading(console, heading)
+            print_heading(console, heading)
             for slug in slugs:
-                console.print(_slug(slug))
+                console.print(slug_text(slug))
             if total > len(slugs):
                 console.print(Text(f"... and {total - len(slugs)} more", style=MUTED))
 
@@ -323,9 +272,9 @@ def _saved(result: SaveResult, console: Console) -> None:
         verb = "Promoted placeholder"
     else:
         verb = "Created" if result.created else _SAVED.get(result.mode, "Saved")
-    console.print(Text.assemble(f"{verb} ", _slug(result.slug), f" ({result.path})"))
+    console.print(Text.assemble(f"{verb} ", slug_text(result.slug), f" ({result.path})"))
     missing = sum(1 for link in result.links if not link.exists)
-    console.print(Text(f"{_plural(len(result.links), 'link')}, {missing} to placeholders"))
+    console.print(Text(f"{plural(len(result.links), 'link')}, {missing} to placeholders"))
     if result.placeholders_created:
         console.print(Text(f"new placeholders: {', '.join(result.placeholders_created)}"))
     if result.placeholders_removed:
@@ -334,7 +283,7 @@ def _saved(result: SaveResult, console: Console) -> None:
 
 @show.register
 def _deleted(result: DeleteResult, console: Console) -> None:
-    console.print(Text.assemble("Deleted ", _slug(result.slug), f" ({result.path})"))
+    console.print(Text.assemble("Deleted ", slug_text(result.slug), f" ({result.path})"))
     if result.history_path:
         console.print(Text(f"its last version is kept in {result.history_path}"))
     if result.became_placeholder:
@@ -345,14 +294,18 @@ def _deleted(result: DeleteResult, console: Console) -> None:
 def _renamed(result: RenameResult, console: Console) -> None:
     console.print(
         Text.assemble(
-            "Renamed ", _slug(result.old_slug), " -> ", _slug(result.slug), f" ({result.path})"
+            "Renamed ",
+            slug_text(result.old_slug),
+            " -> ",
+            slug_text(result.slug),
+            f" ({result.path})",
         )
     )
     pages = ", ".join(result.rewritten)
     console.print(
         Text(
-            f"rewrote {_plural(result.links_rewritten, 'link')} in "
-            f"{_plural(len(result.rewritten), 'page')}" + (f": {pages}" if pages else "")
+            f"rewrote {plural(result.links_rewritten, 'link')} in "
+            f"{plural(len(result.rewritten), 'page')}" + (f": {pages}" if pages else "")
         )
     )
 
@@ -362,12 +315,12 @@ def _history(result: PageHistory, console: Console) -> None:
     if not result.versions:
         console.print(Text(f"No kept versions of {result.path}."))
         return
-    table = _table("version", "kept (UTC)", "tool", "door", "size", "sha256")
+    table = new_table("version", "kept (UTC)", "tool", "door", "size", "sha256")
     for v in result.versions:
         when = v.time[:19].replace("T", " ")
         table.add_row(str(v.number), when, v.tool, v.door, str(v.size), v.hash[:12])
     console.print(
-        Text(f"{result.path}: {_plural(len(result.versions), 'kept version')}, newest first")
+        Text(f"{result.path}: {plural(len(result.versions), 'kept version')}, newest first")
     )
     console.print(table)
 
@@ -377,12 +330,12 @@ def _audit(result: AuditLog, console: Console) -> None:
     if not result.records:
         console.print(Text(f"No writes recorded in {result.path}."))
     else:
-        table = _table("time (UTC)", "door", "client", "session", "tool", "page", "change")
+        table = new_table("time (UTC)", "door", "client", "session", "tool", "page", "change")
         for r in result.records:
             page = (
-                _slug(r.slug)
+                slug_text(r.slug)
                 if r.old_slug is None
-                else Text.assemble(_slug(r.old_slug), " -> ", _slug(r.slug))
+                else Text.assemble(slug_text(r.old_slug), " -> ", slug_text(r.slug))
             )
             when = r.time[:19].replace("T", " ")
             session = (r.session or "")[:8]
@@ -390,7 +343,7 @@ def _audit(result: AuditLog, console: Console) -> None:
             table.add_row(when, r.door, r.client(), session, tool, page, _change(r))
         console.print(table)
     if result.skipped:
-        console.print(Text(f"{_plural(result.skipped, 'line')} could not be read", style="yellow"))
+        console.print(Text(f"{plural(result.skipped, 'line')} could not be read", style="yellow"))
 
 
 def _change(record: AuditRecord) -> Text:
@@ -406,106 +359,9 @@ def _change(record: AuditRecord) -> Text:
     else:
         parts = [f"{short(record.before)} -> {short(record.after)}"]
     if record.rewritten:
-        parts.append(f"links rewritten in {_plural(len(record.rewritten), 'page')}")
+        parts.append(f"links rewritten in {plural(len(record.rewritten), 'page')}")
     if record.placeholders_created:
         parts.append(f"new placeholders: {', '.join(record.placeholders_created)}")
     if record.placeholders_removed:
         parts.append(f"placeholders gone: {', '.join(record.placeholders_removed)}")
     return Text("; ".join(parts))
-
-
-# -- doctor -------------------------------------------------------------------------------
-
-
-DOCTOR_ROWS = 20  # rows per list of `lore doctor`, unless every one is asked for
-
-
-def doctor(report: DoctorReport, console: Console, rows: int | None = DOCTOR_ROWS) -> None:
-    """The health report: the verdict first, then errors, then warnings, each list cut
-    to `rows` rows (None: every one)."""
-    verdict = f"{_plural(report.errors, 'error')}, {_plural(report.warnings, 'warning')}"
-    console.print(
-        Text(
-            f"{report.vault}: {_plural(report.pages, 'page')}, "
-            f"{_plural(report.placeholders, 'placeholder')}, {_plural(report.links, 'link')}"
-        )
-    )
-    console.print(Text(verdict, style="bold red" if report.errors else "bold green"))
-    console.print(
-        Text(
-            f"history: {_plural(report.history_versions, 'kept version')}, "
-            f"{report.history_bytes / 1e6:.1f} MB in .lore/history/"
-        )
-    )
-    section = partial(_section, console, limit=rows)
-    section(
-        "error",
-        "Slug collisions (the second file is not indexed)",
-        ("slug", "indexed", "not indexed"),
-        [(c.slug, c.kept or "", c.shadowed) for c in report.collisions],
-    )
-    section(
-        "error",
-        "Not valid UTF-8 (indexed as far as it decodes)",
-        ("slug", "file"),
-        [(f.slug, f.path) for f in report.invalid_utf8],
-    )
-    section(
-        "error", "Not indexed", ("file", "reason"), [(f.path, f.reason) for f in report.unindexed]
-    )
-    section(
-        "warning",
-        "Unresolved links (placeholders)",
-        ("placeholder", "written at", "as"),
-        [
-            (u.slug, f"{s.path}:{s.line}", f"[[{s.target}]]")
-            for u in report.unresolved
-            for s in u.links
-        ],
-    )
-    section(
-        "warning",
-        "Ambiguous links",
-        ("written at", "as", "resolved to", "candidates"),
-        [
-            (f"{a.path}:{a.line}", f"[[{a.target}]]", a.resolved, ", ".join(a.candidates))
-            for a in report.ambiguous
-        ],
-    )
-    section(
-        "warning",
-        "Orphans (no links in or out)",
-        ("slug", "file"),
-        [(o.slug, o.path) for o in report.orphans],
-    )
-    section(
-        "warning",
-        "Frontmatter that does not parse (the page has no properties)",
-        ("file", "problem"),
-        [(f.path, f.reason) for f in report.broken_properties],
-    )
-
-
-def _section(
-    console: Console,
-    severity: str,
-    heading: str,
-    headers: tuple[str, ...],
-    rows: list[tuple[str, ...]],
-    *,
-    limit: int | None,
-) -> None:
-    if not rows:
-        return
-    console.print()
-    colour = "red" if severity == "error" else "yellow"
-    console.print(
-        Text.assemble((f"{severity}: ", f"bold {colour}"), (f"{heading}: {len(rows)}", "bold"))
-    )
-    table = _table(*headers)
-    for row in rows[:limit]:
-        table.add_row(_slug(row[0]), *(Text(cell) for cell in row[1:]))
-    console.print(table)
-    if limit is not None and len(rows) > limit:
-        left = len(rows) - limit
-        console.print(Text(f"... and {left} more (lore doctor --all lists every one)", style=MUTED))
