@@ -1,3 +1,3 @@
 """lore-mcp: a wiki vault as persistent memory for AI agents, served over MCP."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
