@@ -16,7 +16,7 @@ from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from lore_mcp.errors import PageNotFoundError
 from lore_mcp.index import Index, PageRow
 from lore_mcp.index.db import SCHEMA_VERSION
-from lore_mcp.vault import sync
+from lore_mcp.vault import apply, sync
 
 
 def test_page_files_found_by_path_folder_and_slug(tmp_path: Path) -> None:
@@ -113,7 +113,7 @@ def test_a_pass_in_batches_reports_like_one_pass(
     batched = ops.open_vault(brain_dir, scan=False)
     try:
         with batched.lock, batched.index.write():
-            sync.load(batched)
+            apply.load(batched)
             report = sync.sync(batched)
         assert (report.pages, report.added, report.updated, report.removed) == (18, 18, 0, 0)
         assert report.placeholders == 1
@@ -132,7 +132,7 @@ def test_a_first_index_keeps_the_links_indexes(
     try:
         before = sorted(state.index._conn.execute(schema).fetchall())
         with state.lock, state.index.write():
-            sync.load(state)
+            apply.load(state)
             sync.sync(state)
         assert sorted(state.index._conn.execute(schema).fetchall()) == before
         assert len(before) == 3

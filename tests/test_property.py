@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from helpers import assert_matches_fresh
 from lore_mcp import vault as ops
 from lore_mcp.errors import LoreError
-from lore_mcp.vault import sync
+from lore_mcp.vault import apply, sync
 
 NAMES = [
     "Alpha",
@@ -190,9 +190,9 @@ def pass_in_batches(
 def _batches_of(size: int) -> Iterator[None]:
     """Passes apply pages `size` at a time (not monkeypatch: hypothesis runs every
     example in one test call)."""
-    default = sync.BATCH
-    sync.BATCH = size
+    default = apply.BATCH
+    apply.BATCH = size
     try:
         yield
     finally:
-        sync.BATCH = default
+        apply.BATCH = default

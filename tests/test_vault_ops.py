@@ -22,7 +22,7 @@ from lore_mcp.errors import (
     UnsafePathError,
     VaultError,
 )
-from lore_mcp.vault import Vault, sync
+from lore_mcp.vault import Vault, apply, sync
 
 # -- opening and indexing ------------------------------------------------------------
 
@@ -82,7 +82,7 @@ def test_a_first_index_in_batches_matches_one_in_a_single_batch(
     """A first index of more pages than one batch holds (links to pages in later
     batches, placeholders, folders) ends as one that takes all pages at once, and as
     one that loads the graph afresh from the index instead of updating it in place."""
-    count = sync.BATCH + 100
+    count = apply.BATCH + 100
     for i in range(count):
         links = f"[[Page {i * 7 % count}]] [[Missing {i % 13}]] [[f{i % 3}/Page {i // 2}]]"
         write(vault_dir, f"f{i % 7}/Page {i}.md", f"# Page {i}\n\n{links}\n")

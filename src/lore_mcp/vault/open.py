@@ -23,7 +23,7 @@ from lore_mcp.errors import FileVanishedError, VaultError
 from lore_mcp.index import Patience
 from lore_mcp.models import SyncReport
 from lore_mcp.slugs import slug_from_path
-from lore_mcp.vault import journal, sync
+from lore_mcp.vault import apply, journal, sync
 from lore_mcp.vault.core import Vault, open_index
 from lore_mcp.vault.files import ignored, scan_files
 
@@ -67,7 +67,7 @@ def index_vault(
     stops), then fails with `VaultBusyError`."""
     try:
         with vault.lock, vault.index.write(patience), _no_cycle_collection():
-            sync.load(vault)
+            apply.load(vault)
             journal.recover(vault.root)  # the pass below takes in what it finishes
             report = sync.sync(vault, progress=progress)
     finally:
@@ -143,7 +143,7 @@ def reading(vault: Vault) -> Iterator[None]:
     processes committed has been taken in."""
     vault.ready.wait()
     with vault.lock:
-        sync.refresh(vault)
+        apply.refresh(vault)
         try:
             yield
         except FileVanishedError as exc:
@@ -162,7 +162,7 @@ def writing(vault: Vault, check_read_only: bool = True) -> Iterator[None]:
         generation = vault.generation
         try:
             with vault.index.write():
-                sync.refresh(vault)
+                apply.refresh(vault)
                 if touched := journal.recover(vault.root):  # a rename another process left
                     sync.sync(vault, scope=touched)
                 yield

@@ -30,7 +30,7 @@ from lore_mcp.models import (
     SaveResult,
 )
 from lore_mcp.slugs import parse_name, slug_from_path, title_from_path
-from lore_mcp.vault import files, history, names, sync
+from lore_mcp.vault import apply, files, history, names, sync
 from lore_mcp.vault.core import Vault
 from lore_mcp.vault.open import reading, writing
 
@@ -283,7 +283,7 @@ def _put(
     write, take it in."""
     if not target.exists:
         check_inside(vault, target.rel)
-    applied = sync.Applied()
+    applied = apply.Applied()
     kept = None
     if current != data:
         if current is not None:
