@@ -95,7 +95,7 @@ def test_a_file_gone_during_a_pass_in_batches_is_not_indexed(
         def delete_gamma(done: int, total: int) -> None:  # after Alpha.md is read
             (vault_dir / "Gamma.md").unlink(missing_ok=True)
 
-        monkeypatch.setattr(sync, "BATCH", 1)
+        monkeypatch.setattr(apply, "BATCH", 1)
         with state.lock, state.index.write():
             report = sync.sync(state, progress=delete_gamma)
         assert (report.added, report.removed, report.pages) == (2, 0, 3)
@@ -109,7 +109,7 @@ def test_a_file_gone_during_a_pass_in_batches_is_not_indexed(
 def test_a_pass_in_batches_reports_like_one_pass(
     brain_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sync, "BATCH", 4)
+    monkeypatch.setattr(apply, "BATCH", 4)
     batched = ops.open_vault(brain_dir, scan=False)
     try:
         with batched.lock, batched.index.write():
@@ -126,7 +126,7 @@ def test_a_first_index_keeps_the_links_indexes(
     brain_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Backlinks and resolution look links up by these: a first index must leave them.
-    monkeypatch.setattr(sync, "BATCH", 4)
+    monkeypatch.setattr(apply, "BATCH", 4)
     schema = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'links'"
     state = ops.open_vault(brain_dir, scan=False)
     try:
@@ -147,7 +147,7 @@ def test_a_first_index_keeps_the_links_indexes(
 def test_indexes_come_back_when_a_first_index_fails(
     vault_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sync, "BATCH", 2)
+    monkeypatch.setattr(apply, "BATCH", 2)
     state = ops.open_vault(vault_dir, scan=False)
     schema = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'links'"
     try:
@@ -168,7 +168,7 @@ def test_indexes_come_back_when_a_first_index_fails(
 def test_a_pass_that_fails_halfway_leaves_no_half_applied_pages(
     vault_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sync, "BATCH", 2)
+    monkeypatch.setattr(apply, "BATCH", 2)
     state = ops.open_vault(vault_dir)
     try:
         for i in range(5):
@@ -215,7 +215,7 @@ def test_a_first_index_that_fails_halfway_leaves_no_half_applied_pages(
 ) -> None:
     """The server's background index pass fails (a disk error): what it applied before
     rolls back, and operations see the index as it is, not the graph of the pass."""
-    monkeypatch.setattr(sync, "BATCH", 2)
+    monkeypatch.setattr(apply, "BATCH", 2)
     for i in range(5):
         write(vault_dir, f"p{i}.md", f"[[p{i + 1}]]\n")
     state = ops.open_vault(vault_dir, scan=False)

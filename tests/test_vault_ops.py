@@ -22,7 +22,7 @@ from lore_mcp.errors import (
     UnsafePathError,
     VaultError,
 )
-from lore_mcp.vault import Vault, apply, sync
+from lore_mcp.vault import Vault, apply
 
 # -- opening and indexing ------------------------------------------------------------
 
@@ -95,9 +95,9 @@ def test_a_first_index_in_batches_matches_one_in_a_single_batch(
     # The pass leaves nothing in the vault but its own folder.
     assert sorted(p.name for p in vault_dir.iterdir()) == [".lore", *(f"f{i}" for i in range(7))]
     assert sum(1 for p in vault_dir.rglob("*.md") if ".lore" not in p.parts) == count
-    monkeypatch.setattr(sync, "BATCH", count + 1)  # this time, one batch
+    monkeypatch.setattr(apply, "BATCH", count + 1)  # this time, one batch
     assert fresh_snapshot(vault_dir) == in_batches
-    monkeypatch.setattr(sync, "RELOAD_OVER", 0)  # the graph loaded afresh from the index
+    monkeypatch.setattr(apply, "RELOAD_OVER", 0)  # the graph loaded afresh from the index
     assert fresh_snapshot(vault_dir) == in_batches
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 
 import networkx as nx
 
@@ -91,10 +92,20 @@ class LinkGraph:
         self, center: str, depth: int
     ) -> tuple[dict[str, int], list[tuple[str, str]]]:
         """Nodes within `depth` links of `center` in either direction (with their
-        distance), and the edges among them."""
-        either_way = self._g.to_undirected(as_view=True)
-        seen = nx.single_source_shortest_path_length(either_way, center, cutoff=depth)
-        return dict(seen), sorted(self._g.subgraph(seen).edges())
+        distance), and the edges among them: a breadth-first walk over successors and
+        predecessors (networkx's undirected views cost more than the walk itself)."""
+        seen = {center: 0}
+        frontier = [center]
+        for hops in range(1, depth + 1):
+            reached = []
+            for node in frontier:
+                for other in chain(self._g.successors(node), self._g.predecessors(node)):
+                    if other not in seen:
+                        seen[other] = hops
+                        reached.append(other)
+            frontier = reached
+        edges = [(a, b) for a in seen for b in self._g.successors(a) if b in seen]
+        return seen, sorted(edges)
 
     def orphans(self) -> list[str]:
         """Real pages with no links in or out (a link to itself does not count)."""

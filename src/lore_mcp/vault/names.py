@@ -77,9 +77,9 @@ def for_writing(vault: Vault, name: str) -> Target:
     if (rel := passed_over(vault, name)) is not None:
         return Target(rel, slug, exists=True, indexed=False)
     if parsed.explicit:
-        rel = spelled_on_disk(vault.root, file_path_for(name))
         if slug in vault.pages:
-            return _page(vault, name, slug, rel)
+            return _page(vault, name, slug, explicit=True)
+        rel = spelled_on_disk(vault.root, file_path_for(name))
         return Target(
             rel, slug_from_path(rel), exists=False, placeholder=slug in vault.placeholders
         )
@@ -104,12 +104,14 @@ def existing(vault: Vault, name: str) -> Target:
     return target
 
 
-def _page(vault: Vault, name: str, slug: str, exactly: str | None = None) -> Target:
+def _page(vault: Vault, name: str, slug: str, explicit: bool = False) -> Target:
     """The page `slug` holds, unless other files share the slug and `name` is not the
     exact path of the one that holds it."""
     row = vault.index.pages.get(slug)
     assert row is not None and row.path is not None, slug
-    if (others := sharing(vault, slug)) and exactly != row.path:
+    if (others := sharing(vault, slug)) and not (
+        explicit and spelled_on_disk(vault.root, file_path_for(name)) == row.path
+    ):
         raise AmbiguousNameError(name, [row.path, *others])
     return Target(row.path, slug, exists=True)
 

@@ -125,16 +125,15 @@ def search_titles(vault: Vault, query: str, limit: int = 20) -> TitleMatches:
         if not wanted:
             return TitleMatches(query=query, matches=[])
         table = vault.index.pages
+        keys = list(dict.fromkeys((wanted, text)))  # the slug form and the title form
         kinds: dict[str, str] = {}
-        for kind, found in (
-            ("exact", table.named(wanted, limit) + table.named(text, limit)),
-            ("prefix", table.named_starting(wanted, limit) + table.named_starting(text, limit)),
-            (
-                "substring",
-                table.named_containing(wanted, limit) + table.named_containing(text, limit),
-            ),
+        for kind, lookup in (
+            ("exact", table.named),
+            ("prefix", table.named_starting),
+            ("substring", table.named_containing),
         ):
-            for slug in sorted(set(found) - set(kinds)):
+            found = {slug for key in keys for slug in lookup(key, limit)}
+            for slug in sorted(found - set(kinds)):
                 kinds[slug] = kind
             if len(kinds) >= limit:
                 break

@@ -31,18 +31,38 @@ def sync(
     With `scope` (vault-relative files or folders), only those paths are looked at.
     When it fails, the caller's transaction rolls back, and the graph and slug sets
     (changed already) are marked to be loaded again."""
-    return _sync(vault, scope, progress)[0]
+    started = time.perf_counter()
+    done = _sync(vault, scope, progress)
+    return SyncReport(
+        pages=len(vault.pages),
+        placeholders=len(vault.placeholders),
+        links=vault.index.links.count(),
+        added=done.counts["added"],
+        updated=done.counts["updated"],
+        removed=done.counts["removed"],
+        unchanged=done.counts["unchanged"],
+        skipped=done.skipped,
+        seconds=round(time.perf_counter() - started, 3),
+    )
 
 
 def sync_files(vault: Vault, paths: Iterable[str]) -> Applied:
     """Take in the files (or folders) a write just changed; the placeholders that made
     and removed."""
-    return _sync(vault, paths, None)[1]
+    return _sync(vault, paths, None).applied
 
 
-def _sync(
-    vault: Vault, scope: Iterable[str] | None, progress: Progress | None
-) -> tuple[SyncReport, Applied]:
+@dataclass(slots=True)
+class _Done:
+    """What a pass did: the placeholders it made and removed, how many files it added,
+    updated, removed and found unchanged, and the files it passed over (with why)."""
+
+    applied: Applied
+    counts: dict[str, int]
+    skipped: list[str]
+
+
+def _sync(vault: Vault, scope: Iterable[str] | None, progress: Progress | None) -> _Done:
     generation = vault.generation
     try:
         return _sync_unguarded(vault, scope, progress)
@@ -52,10 +72,7 @@ def _sync(
         raise
 
 
-def _sync_unguarded(
-    vault: Vault, scope: Iterable[str] | None, progress: Progress | None
-) -> tuple[SyncReport, Applied]:
-    started = time.perf_counter()
+def _sync_unguarded(vault: Vault, scope: Iterable[str] | None, progress: Progress | None) -> _Done:
     plan = _plan(vault, None if scope is None else sorted(set(scope)))
     counts: dict[str, int] = defaultdict(int)
     vanished: list[str] = []
@@ -85,18 +102,9 @@ def _sync_unguarded(
         more = apply(vault, [], vanished)
         applied.created += more.created
         applied.removed += more.removed
-    report = SyncReport(
-        pages=len(vault.pages),
-        placeholders=len(vault.placeholders),
-        links=vault.index.links.count(),
-        added=counts["added"],
-        updated=counts["updated"],
-        removed=len(plan.removals - set(plan.todo.values())) + counts["removed"],
-        unchanged=plan.unchanged + counts["unchanged"],
-        skipped=plan.skipped,
-        seconds=round(time.perf_counter() - started, 3),
-    )
-    return report, applied
+    counts["removed"] += len(plan.removals - set(plan.todo.values()))
+    counts["unchanged"] += plan.unchanged
+    return _Done(applied, counts, plan.skipped)
 
 
 @dataclass(slots=True)
