@@ -574,9 +574,12 @@ def test_read_only_state_refuses_writes(vault_dir: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_pass_read_by_worker_processes_equals_one_read_here(vault_dir: Path) -> None:
+def test_a_pass_read_by_worker_processes_equals_one_read_here(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from lore_mcp.vault import files
 
+    monkeypatch.setattr(files, "PARALLEL_FROM", 500)  # workers from 500 files, not 20,000
     count = files.PARALLEL_FROM + 50
     for i in range(count):
         links = f"[[Page {i * 7 % count}]] [[Missing {i % 13}]] [[f{i % 3}/Page {i // 2}]]"

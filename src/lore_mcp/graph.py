@@ -7,6 +7,7 @@ Nodes are pages and placeholders, with their title and a placeholder flag; an ed
 from __future__ import annotations
 
 import heapq
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
@@ -67,8 +68,9 @@ class LinkGraph:
 
     def add_edges(self, edges: Iterable[tuple[str, str]]) -> None:
         """Add edges (a pair given twice is one edge); nodes they name that are new get
-        no title until `set_node` gives one."""
-        self._g.add_edges_from(edges)
+        no title until `set_node` gives one. Slugs are interned: each edge would
+        otherwise hold copies of its two slugs."""
+        self._g.add_edges_from((sys.intern(a), sys.intern(b)) for a, b in edges)
 
     def linking_to(self, slug: str) -> list[str]:
         return sorted(self._g.predecessors(slug)) if slug in self._g else []

@@ -59,6 +59,7 @@ def loose(segment: str) -> str:
     return _DASH_RUN.sub("-", "".join(kept)).strip("-")
 
 
+@lru_cache(maxsize=65536)
 def slug_from_path(rel_path: str) -> str:
     """`notes/My Page.md` → `notes/my-page`. Empty segments are dropped."""
     path = rel_path.replace("\\", "/")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from lore_mcp.index.batch import select_in
@@ -90,12 +90,13 @@ class LinkTable:
             ((slug, int(ambiguous), link_id) for link_id, slug, ambiguous in updates),
         )
 
-    def edges(self, sources: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        """Distinct (source, resolved) pairs, for all sources or the given ones."""
+    def edges(self, sources: Sequence[str] | None = None) -> Iterator[tuple[str, str]]:
+        """Distinct (source, resolved) pairs, for all sources or the given ones, as they
+        are read (a vault's links need not be held at once)."""
         if sources is None:
-            return list(self._conn.execute("SELECT DISTINCT source, resolved FROM links"))
+            return iter(self._conn.execute("SELECT DISTINCT source, resolved FROM links"))
         sql = "SELECT DISTINCT source, resolved FROM links WHERE source IN ({})"
-        return list(select_in(self._conn, sql, sources))
+        return select_in(self._conn, sql, sources)
 
     def first_targets(self, slugs: Sequence[str]) -> dict[str, str]:
         """For each slug, the target text of the first link to it (by source, then line)."""

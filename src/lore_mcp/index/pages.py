@@ -105,7 +105,11 @@ class PageTable:
         )
         ids = self.ids(slugs)
         # The trigram table holds one row a page (its id): what substrings are found in.
-        ordered = sorted((ids[slug], "\n".join(sorted(keys))) for slug, keys in names.items())
+        # FTS5 reads a text only up to a NUL, so a NUL is stored as a line break.
+        ordered = sorted(
+            (ids[slug], "\n".join(sorted(keys)).replace("\x00", "\n"))
+            for slug, keys in names.items()
+        )
         self._conn.executemany("DELETE FROM names_text WHERE rowid = ?", [(i,) for i, _ in ordered])
         self._conn.executemany("INSERT INTO names_text(rowid, text) VALUES (?, ?)", ordered)
         return ids

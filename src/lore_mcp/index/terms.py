@@ -46,7 +46,7 @@ _SYMBOL_HINT = re.compile(
     r"[.+#](?:(?<=\w.)(?:(?<=\.)(?=\w)|(?<=[+#]))|(?<=\.)(?<![\w.].)(?=[^\W\d_]))"
 )
 _SYMBOL_CHARS = frozenset(".+#_")
-_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+([^\n]*)", re.MULTILINE)
 _DIACRITIC = re.compile("[\u0300-\u036f]+")
 
 
@@ -92,7 +92,9 @@ def symbol_words(text: str) -> Counter[str]:
 
 def headings(text: str) -> str:
     """The text of a page's headings (ATX `#` lines), one a line."""
-    return "\n".join(m.group(1) for m in _HEADING.finditer(text)) if "#" in text else ""
+    if "#" not in text:
+        return ""
+    return "\n".join(m.group(1).rstrip(" \t#") for m in _HEADING.finditer(text))
 
 
 def quote(text: str) -> str:

@@ -25,7 +25,9 @@ from lore_mcp.slugs import is_hidden, slug_from_path, slugify, target_key, title
 log = logging.getLogger(__name__)
 
 TEMP_PREFIX = ".lore-tmp-"
-PARALLEL_FROM = 2000  # files; fewer are read here (a worker process takes a moment to start)
+# Files; fewer are read here. A worker process takes a moment to start and holds its own
+# copy of the modules, which a vault of a few thousand pages does not repay.
+PARALLEL_FROM = 20_000
 READ_CHUNK = 200
 STALE_TEMP_SECONDS = 3600
 
