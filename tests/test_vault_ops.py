@@ -579,8 +579,8 @@ def test_a_pass_read_by_worker_processes_equals_one_read_here(
 ) -> None:
     from lore_mcp.vault import files
 
-    monkeypatch.setattr(files, "PARALLEL_FROM", 500)  # workers from 500 files, not 20,000
-    count = files.PARALLEL_FROM + 50
+    monkeypatch.setattr(files, "LARGE_PASS_FILES", 500)  # workers from 500 files, not 20,000
+    count = 550
     for i in range(count):
         links = f"[[Page {i * 7 % count}]] [[Missing {i % 13}]] [[f{i % 3}/Page {i // 2}]]"
         write(vault_dir, f"f{i % 7}/Page {i}.md", f"# Page {i}\n\n{links}\n")

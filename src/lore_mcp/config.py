@@ -29,6 +29,11 @@ MIN_RESULT_CHARS = 2_000
 
 BUSY_TIMEOUT_S = 30.0  # how long a write waits for another process's write lock
 
+# A pass over this many files or more reads them in worker processes and gives SQLite a
+# larger page cache. Both cost memory that a vault of a few thousand pages does not repay.
+LARGE_PASS_FILES = 20_000
+LARGE_PASS_CACHE_KIB = 65_536
+
 VAULT_ENV = "LORE_VAULT"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from lore_mcp.config import BUSY_TIMEOUT_S
+from lore_mcp.config import BUSY_TIMEOUT_S, LARGE_PASS_CACHE_KIB
 from lore_mcp.errors import VaultBusyError
 from lore_mcp.index import repair
 from lore_mcp.index.links import LINK_SCHEMA, LinkTable
@@ -177,6 +177,17 @@ class Index:
     def delete_pages(self, slugs: Sequence[str]) -> None:
         self.search.delete(list(self.pages.ids(slugs).values()))
         self.pages.delete(slugs)
+
+    @contextmanager
+    def large_cache(self) -> Iterator[None]:
+        """A larger page cache for the length of a pass over many pages: the tables'
+        B-trees then stay in memory instead of being read back for each batch."""
+        previous = self._conn.execute("PRAGMA cache_size").fetchone()[0]
+        self._conn.execute(f"PRAGMA cache_size = -{LARGE_PASS_CACHE_KIB}")
+        try:
+            yield
+        finally:
+            self._conn.execute(f"PRAGMA cache_size = {int(previous)}")
 
     # -- transactions ---------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lore_mcp import frontmatter, links
-from lore_mcp.config import LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
+from lore_mcp.config import LARGE_PASS_FILES, LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
 from lore_mcp.errors import VaultError
 from lore_mcp.index import LinkRow, PageRow
 from lore_mcp.slugs import is_hidden, slug_from_path, slugify, target_key, title_from_path
@@ -25,9 +25,6 @@ from lore_mcp.slugs import is_hidden, slug_from_path, slugify, target_key, title
 log = logging.getLogger(__name__)
 
 TEMP_PREFIX = ".lore-tmp-"
-# Files; fewer are read here. A worker process takes a moment to start and holds its own
-# copy of the modules, which a vault of a few thousand pages does not repay.
-PARALLEL_FROM = 20_000
 READ_CHUNK = 200
 STALE_TEMP_SECONDS = 3600
 
@@ -161,7 +158,7 @@ def read_many(
     0, that many worker processes read and parse them while this process takes in what
     they give back (reading and parsing is about half the work of a first index). If a
     worker fails to start or dies, the rest is read here."""
-    if len(rel_paths) < PARALLEL_FROM or readers < 1:
+    if len(rel_paths) < LARGE_PASS_FILES or readers < 1:
         yield from ((rel, read_page_file(root, rel, others)) for rel in rel_paths)
         return
     chunks = [rel_paths[i : i + READ_CHUNK] for i in range(0, len(rel_paths), READ_CHUNK)]

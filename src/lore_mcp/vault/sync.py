@@ -9,9 +9,11 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from lore_mcp.config import LARGE_PASS_FILES
 from lore_mcp.index import FileStamp
 from lore_mcp.models import SyncReport
 from lore_mcp.slugs import slug_from_path
@@ -97,7 +99,8 @@ def _sync_unguarded(vault: Vault, scope: Iterable[str] | None, progress: Progres
             if progress is not None:
                 progress(done, len(plan.todo))
 
-    applied = apply(vault, pages(), plan.removals, coming=plan.todo.values())
+    with vault.index.large_cache() if len(plan.todo) >= LARGE_PASS_FILES else nullcontext():
+        applied = apply(vault, pages(), plan.removals, coming=plan.todo.values())
     if vanished:
         more = apply(vault, [], vanished)
         applied.created += more.created
