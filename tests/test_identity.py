@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import subprocess
 import sys
@@ -207,6 +208,27 @@ def test_every_replaced_version_is_kept_and_restores_byte_for_byte(
         assert_matches_fresh(opened)
     finally:
         opened.close()
+
+
+def test_kept_versions_stay_as_they_were_when_page_files_are_edited_in_place(
+    vault_dir: Path,
+) -> None:
+    (vault_dir / "Note.md").write_bytes(b"first\n")
+    os.link(vault_dir / "Note.md", vault_dir / "Twin.md")  # one file with two names
+    (vault_dir / "Solo.md").write_bytes(b"solo, first\n")
+    opened = vault.open_vault(vault_dir)
+    try:
+        vault.save_page(opened, "Note", "second\n")
+        vault.save_page(opened, "Solo", "solo, second\n")
+        for name in ("Twin.md", "Solo.md"):  # as editors that write in place do
+            with (vault_dir / name).open("r+b") as handle:
+                handle.write(b"EDITED")
+        note, solo = (vault.page_history(opened, name).versions for name in ("Note", "Solo"))
+    finally:
+        opened.close()
+    assert [(vault_dir / v.kept).read_bytes() for v in note] == [b"first\n"]
+    assert [(vault_dir / v.kept).read_bytes() for v in solo] == [b"solo, first\n"]
+    assert (vault_dir / "Twin.md").read_bytes() == b"EDITED"  # the second name: one file
 
 
 def test_a_stale_write_is_refused_and_changes_nothing(state: Vault, vault_dir: Path) -> None:

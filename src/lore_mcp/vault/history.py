@@ -2,8 +2,11 @@
 delete removed or a rename rewrote, kept in `.lore/history/<page path>/`.
 
 The history is durable data, apart from the index cache: deleting `.lore/cache/`
-loses nothing. Each version is a file of its own, written atomically before the page
-changes, named by when it was kept and by which tool and door. Per page, the last
+loses nothing. Each version is a file of its own, made durable before the page
+changes, named by when it was kept and by which tool and door. Where it can, the
+history takes the replaced file itself (a second name for it, a hard link) instead of
+copying its bytes: the page then gets a new file, so the kept one never changes. Per
+page, the last
 `HISTORY_KEEP_VERSIONS` versions are kept, and every version younger than
 `HISTORY_KEEP_DAYS` days, whichever keeps more.
 """
@@ -11,12 +14,14 @@ changes, named by when it was kept and by which tool and door. Per page, the las
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from lore_mcp.config import HISTORY_DIR, HISTORY_KEEP_DAYS, HISTORY_KEEP_VERSIONS, LORE_DIR
-from lore_mcp.vault.files import atomic_write, content_hash
+from lore_mcp.vault.files import atomic_write, content_hash, fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +53,8 @@ def _folder(root: Path, rel: str) -> Path:
 
 def keep(root: Path, rel: str, data: bytes, tool: str, door: str) -> str:
     """Keep `data`, the bytes of the page file `rel` about to change; where they went
-    (vault-relative)."""
+    (vault-relative). The caller then gives the page a new file (an atomic write), or
+    removes it, or calls `discard` if it could not."""
     folder = _folder(root, rel)
     now = datetime.now(UTC)
     while True:
@@ -56,9 +62,54 @@ def keep(root: Path, rel: str, data: bytes, tool: str, door: str) -> str:
         if not (folder / name).exists():
             break
         now += timedelta(microseconds=1)
-    atomic_write(folder / name, data)
-    _prune(root, rel, now)
+    if not _link(root / rel, folder / name, data):
+        atomic_write(folder / name, data)
+    _prune(folder, now)
     return (folder / name).relative_to(root).as_posix()
+
+
+def _link(page: Path, kept: Path, data: bytes) -> bool:
+    """Give the page file a second name in the history, when it holds exactly `data`
+    and has no other name; False when it cannot (the bytes are then copied)."""
+    try:
+        found = os.lstat(page)
+        if not stat.S_ISREG(found.st_mode) or found.st_nlink != 1:
+            return False
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        os.link(page, kept)
+    except OSError:
+        return False
+    try:
+        with kept.open("rb") as handle:
+            if handle.read() == data:  # not changed since it was read
+                os.fsync(handle.fileno())  # another program may have written it unsynced
+                fsync_dir(kept.parent)
+                return True
+    except OSError:
+        pass
+    kept.unlink(missing_ok=True)
+    return False
+
+
+def discard(root: Path, kept: str) -> None:
+    """Take back a version `keep` just made, when the page could not be changed: the
+    page still holds those bytes, maybe in the very file the history named."""
+    try:
+        (root / kept).unlink()
+    except OSError as exc:
+        log.warning("could not remove %s: %s", kept, exc)
+
+
+def _parse(name: str) -> tuple[datetime, str, str] | None:
+    """When a version file was kept, by which tool and door; None for another file."""
+    parts = name.split(".")
+    if len(parts) != 5:
+        return None
+    try:
+        when = datetime.strptime(f"{parts[0]}.{parts[1]}", _STAMP).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return when, parts[2], parts[3]
 
 
 def versions(root: Path, rel: str) -> list[Version]:
@@ -70,14 +121,8 @@ def versions(root: Path, rel: str) -> list[Version]:
     except OSError:
         return []
     for entry in entries:
-        parts = entry.name.split(".")
-        if len(parts) != 5 or not entry.is_file():
-            continue
-        try:
-            when = datetime.strptime(f"{parts[0]}.{parts[1]}", _STAMP).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-        found.append((when, parts[2], parts[3], entry))
+        if (parsed := _parse(entry.name)) is not None and entry.is_file():
+            found.append((*parsed, entry))
     found.sort(reverse=True)
     return [
         Version(n, rel, path.relative_to(root).as_posix(), when, tool, door, path.stat().st_size)
@@ -85,14 +130,23 @@ def versions(root: Path, rel: str) -> list[Version]:
     ]
 
 
-def _prune(root: Path, rel: str, now: datetime) -> None:
+def _prune(folder: Path, now: datetime) -> None:
+    """Remove the versions beyond the last `HISTORY_KEEP_VERSIONS` that are older than
+    `HISTORY_KEEP_DAYS` days. The names sort as the times they hold."""
+    try:
+        names = sorted((entry.name for entry in folder.iterdir()), reverse=True)
+    except OSError:
+        return
+    if len(names) <= HISTORY_KEEP_VERSIONS:
+        return
     oldest = now - timedelta(days=HISTORY_KEEP_DAYS)
-    for version in versions(root, rel)[HISTORY_KEEP_VERSIONS:]:
-        if version.time < oldest:
+    kept = [(name, parsed[0]) for name in names if (parsed := _parse(name)) is not None]
+    for name, when in kept[HISTORY_KEEP_VERSIONS:]:
+        if when < oldest:
             try:
-                (root / version.kept).unlink()
+                (folder / name).unlink()
             except OSError as exc:
-                log.warning("could not prune %s: %s", version.kept, exc)
+                log.warning("could not prune %s: %s", folder / name, exc)
 
 
 def page_paths(root: Path) -> list[str]:

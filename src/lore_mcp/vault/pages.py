@@ -288,7 +288,12 @@ def _put(
     if current != data:
         if current is not None:
             kept = history.keep(vault.root, target.rel, current, who.tool, who.door)
-        files.atomic_write(vault.root / target.rel, data)
+        try:
+            files.atomic_write(vault.root / target.rel, data)
+        except VaultError:
+            if kept is not None:
+                history.discard(vault.root, kept)
+            raise
         applied = sync.sync_files(vault, [target.rel])
         audit.append(
             vault.root,
@@ -339,6 +344,7 @@ def delete_page(
         try:
             (vault.root / target.rel).unlink()
         except OSError as exc:
+            history.discard(vault.root, kept)
             raise VaultError(f"Cannot delete {target.rel!r}: {exc.strerror or exc}.") from exc
         files.fsync_dir((vault.root / target.rel).parent)
         applied = sync.sync_files(vault, [target.rel])
