@@ -6,9 +6,8 @@ loses nothing. Each version is a file of its own, made durable before the page
 changes, named by when it was kept and by which tool and door. Where it can, the
 history takes the replaced file itself (a second name for it, a hard link) instead of
 copying its bytes: the page then gets a new file, so the kept one never changes. Per
-page, the last
-`HISTORY_KEEP_VERSIONS` versions are kept, and every version younger than
-`HISTORY_KEEP_DAYS` days, whichever keeps more.
+page, the last `HISTORY_KEEP_VERSIONS` versions are kept, and every version younger
+than `HISTORY_KEEP_DAYS` days, whichever keeps more.
 """
 
 from __future__ import annotations
