@@ -22,10 +22,17 @@ from conftest import write
 from helpers import assert_matches_fresh, environment, fails, ok
 from lore_mcp import vault
 from lore_mcp.cli import main as lore
-from lore_mcp.errors import AmbiguousNameError, ConflictError, LoreError, PageNotFoundError
+from lore_mcp.errors import (
+    AmbiguousNameError,
+    ConflictError,
+    LoreError,
+    PageNotFoundError,
+    VaultError,
+)
 from lore_mcp.server import build_server
 from lore_mcp.slugs import file_path_for, parse_name, slug_from_path, slugify
-from lore_mcp.vault import Vault
+from lore_mcp.vault import Vault, journal
+from lore_mcp.vault import files as page_files
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -229,6 +236,31 @@ def test_kept_versions_stay_as_they_were_when_page_files_are_edited_in_place(
     assert [(vault_dir / v.kept).read_bytes() for v in note] == [b"first\n"]
     assert [(vault_dir / v.kept).read_bytes() for v in solo] == [b"solo, first\n"]
     assert (vault_dir / "Twin.md").read_bytes() == b"EDITED"  # the second name: one file
+
+
+def test_a_write_that_fails_leaves_no_kept_version_behind(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (vault_dir / "Note.md").write_bytes(b"note\n")
+    (vault_dir / "Hub.md").write_bytes(b"see [[Note]]\n")
+    opened = vault.open_vault(vault_dir)
+    try:
+
+        def disk_full(path: Path, data: bytes) -> None:
+            raise VaultError(f"Cannot write {path.name!r}: No space left on device.")
+
+        monkeypatch.setattr(page_files, "atomic_write", disk_full)  # a page's file
+        monkeypatch.setattr(journal, "atomic_write", disk_full)  # a rename's record
+        with pytest.raises(VaultError, match="No space left"):
+            vault.save_page(opened, "Note", "changed\n")
+        with pytest.raises(VaultError, match="No space left"):
+            vault.rename_page(opened, "Note", "Renamed")
+        left = [vault.page_history(opened, name).versions for name in ("Note", "Hub")]
+    finally:
+        opened.close()
+    assert left == [[], []]
+    assert (vault_dir / "Note.md").read_bytes() == b"note\n"
+    assert (vault_dir / "Hub.md").read_bytes() == b"see [[Note]]\n"
 
 
 def test_a_stale_write_is_refused_and_changes_nothing(state: Vault, vault_dir: Path) -> None:

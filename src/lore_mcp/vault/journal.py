@@ -52,6 +52,11 @@ def run(root: Path, plan: Plan) -> None:
     fsync_dir(_record(root).parent)
 
 
+def pending(root: Path) -> bool:
+    """Whether a rename's record is there: it was begun and not finished."""
+    return _record(root).exists()
+
+
 def recover(root: Path) -> list[str]:
     """Finish a rename that a killed process left part-way; the files it touched."""
     record = _record(root)

@@ -19,7 +19,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from lore_mcp import audit, links
-from lore_mcp.errors import InvalidArgumentError, PageExistsError
+from lore_mcp.errors import InvalidArgumentError, PageExistsError, VaultError
 from lore_mcp.models import RenameResult, RetargetedLink
 from lore_mcp.slugs import (
     Aliases,
@@ -70,9 +70,14 @@ def rename_page(
         for was, (data, _) in texts.items():
             moves.writes[new_rel if was == old_rel else was] = data
         before = {rel: read_bytes(vault, rel) for rel in {old_rel, *texts}}
-        for was in texts:
-            history.keep(vault.root, was, before[was], "rename_page", door)
-        journal.run(vault.root, moves)
+        kept = [history.keep(vault.root, was, before[was], "rename_page", door) for was in texts]
+        try:
+            journal.run(vault.root, moves)
+        except VaultError:
+            if not journal.pending(vault.root):  # nothing moved: the pages are as they were
+                for version in kept:
+                    history.discard(vault.root, version)
+            raise
         applied = sync.sync_files(vault, moves.paths())
         others = {plan.slug_at(rel): rel for rel in texts if rel != old_rel} if plan else {}
         audit.append(
