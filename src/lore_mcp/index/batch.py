@@ -17,3 +17,9 @@ def select_in(
     for start in range(0, len(values), CHUNK):
         chunk = values[start : start + CHUNK]
         yield from conn.execute(sql.format(",".join("?" * len(chunk))), (*prefix, *chunk))
+
+
+def execute_in(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> None:
+    """`select_in` for a statement that returns no rows (a DELETE)."""
+    for _ in select_in(conn, sql, values):
+        pass

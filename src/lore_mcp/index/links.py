@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from lore_mcp.index.batch import select_in
+from lore_mcp.index.batch import execute_in, select_in
 
 LINK_SCHEMA = """
 CREATE TABLE links(
@@ -58,11 +58,7 @@ class LinkTable:
         )
 
     def delete_from(self, sources: Sequence[str]) -> None:
-        for start in range(0, len(sources), 500):
-            chunk = sources[start : start + 500]
-            self._conn.execute(
-                f"DELETE FROM links WHERE source IN ({','.join('?' * len(chunk))})", chunk
-            )
+        execute_in(self._conn, "DELETE FROM links WHERE source IN ({})", sources)
 
     def _select(self, where: str, *args: object) -> list[LinkRow]:
         sql = f"SELECT {_COLUMNS}, id FROM links {where}"

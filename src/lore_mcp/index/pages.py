@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from lore_mcp.index.batch import select_in
+from lore_mcp.index.batch import execute_in, select_in
 
 PAGE_SCHEMA = """
 CREATE TABLE pages(
@@ -120,11 +120,7 @@ class PageTable:
         self._conn.executemany(f"INSERT INTO {table} VALUES (?, ?)", rows)
 
     def _delete_slugs(self, table: str, slugs: Sequence[str]) -> None:
-        for start in range(0, len(slugs), 500):
-            chunk = slugs[start : start + 500]
-            self._conn.execute(
-                f"DELETE FROM {table} WHERE slug IN ({','.join('?' * len(chunk))})", chunk
-            )
+        execute_in(self._conn, f"DELETE FROM {table} WHERE slug IN ({{}})", slugs)
 
     def aliases(self) -> list[tuple[str, str]]:
         """(slug, alias) of every page's aliases."""
