@@ -50,7 +50,6 @@ class Parsed:
     links: list[LinkRow]
     aliases: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
-    broken_properties: str | None = None  # why the frontmatter's YAML did not parse
 
 
 class OtherFiles:
@@ -111,7 +110,6 @@ def parse(
         page_links(slug, found, others),
         properties.aliases,
         list(dict.fromkeys(tag for tag in [*properties.tags, *found.tags])),
-        properties.error,
     )
 
 

@@ -134,13 +134,11 @@ def outgoing(vault: Vault, slug: str) -> list[OutgoingLink]:
 
 
 def read_bytes(vault: Vault, rel: str) -> bytes:
-    """A page file's bytes."""
-    try:
-        return (vault.root / rel).read_bytes()
-    except FileNotFoundError:
-        raise FileVanishedError(rel) from None
-    except OSError as exc:
-        raise VaultError(f"Cannot read {rel!r}: {exc.strerror or exc}.") from exc
+    """A page file's bytes; the file must be there."""
+    data = current_bytes(vault, rel)
+    if data is None:
+        raise FileVanishedError(rel)
+    return data
 
 
 def read_text(vault: Vault, rel: str) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import posixpath
 import unicodedata
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from lore_mcp import audit, links
 from lore_mcp.errors import InvalidArgumentError, PageExistsError, VaultError
@@ -63,13 +64,14 @@ def rename_page(
                 f"A page named {new_slug!r} already exists. Pick another name, or merge the "
                 "two pages with save_page and delete_page."
             )
-        check_expected(old_rel, read_bytes(vault, old_rel), expected_hash)
+        current = read_bytes(vault, old_rel)
+        check_expected(old_rel, current, expected_hash)
         plan = _Rewrites(vault, old_slug, old_rel, new_rel) if source.indexed else None
         texts = plan.texts() if plan else {}
         moves = journal.Plan([(old_rel, new_rel)])
-        for was, (data, _) in texts.items():
-            moves.writes[new_rel if was == old_rel else was] = data
-        before = {rel: read_bytes(vault, rel) for rel in {old_rel, *texts}}
+        for was, rewrite in texts.items():
+            moves.writes[new_rel if was == old_rel else was] = rewrite.after
+        before = {old_rel: current} | {rel: rewrite.before for rel, rewrite in texts.items()}
         kept = [history.keep(vault.root, was, before[was], "rename_page", door) for was in texts]
         try:
             journal.run(vault.root, moves)
@@ -79,7 +81,7 @@ def rename_page(
                     history.discard(vault.root, version)
             raise
         applied = sync.sync_files(vault, moves.paths())
-        others = {plan.slug_at(rel): rel for rel in texts if rel != old_rel} if plan else {}
+        others = {slug_from_path(rel): rel for rel in texts if rel != old_rel} if plan else {}
         audit.append(
             vault.root,
             audit.renamed(
@@ -97,10 +99,10 @@ def rename_page(
             slug=new_slug,
             title=title_from_path(new_rel),
             path=new_rel,
-            rewritten=sorted(new_slug if rel == old_rel else plan.slug_at(rel) for rel in texts)
+            rewritten=sorted(new_slug if rel == old_rel else slug_from_path(rel) for rel in texts)
             if plan
             else [],
-            links_rewritten=sum(count for _, count in texts.values()),
+            links_rewritten=sum(rewrite.links for rewrite in texts.values()),
             retargeted=plan.retargeted if plan else [],
         )
 
@@ -113,6 +115,15 @@ def _new_path(old_rel: str, new_name: str) -> str:
         return file_path_for(text)
     folder = old_rel.rpartition("/")[0]
     return file_path_for(f"{folder}/{parse_name(text).text}" if folder else text)
+
+
+class _Rewrite(NamedTuple):
+    """A page whose links a rename rewrites: its bytes before and after, and how many
+    links change."""
+
+    before: bytes
+    after: bytes
+    links: int
 
 
 @dataclass
@@ -143,26 +154,26 @@ class _Rewrites:
             self._paths[slug] = row.path
         return self._paths[slug]
 
-    def slug_at(self, rel: str) -> str:
-        return slug_from_path(rel)
-
-    def texts(self) -> dict[str, tuple[bytes, int]]:
-        """The new bytes of every page with a link to rewrite (by its path before the
-        rename), and how many links change."""
+    def texts(self) -> dict[str, _Rewrite]:
+        """Every page with a link to rewrite, by its path before the rename: its bytes
+        before and after, and how many links change."""
         table = self.vault.index.links
         sources = {link.source for link in table.to_page(self.old_slug)} | {self.old_slug}
         sources |= {link.source for link in table.with_keys(suffixes(self.new_slug))}
         sources |= {
             link.source for link in table.with_keys(sorted(self.vault.aliases.of(self.old_slug)))
         }
-        found: dict[str, tuple[bytes, int]] = {}
+        found: dict[str, _Rewrite] = {}
         for source in sorted(sources & set(self.vault.pages)):
             rel = self.old_rel if source == self.old_slug else self.path_of(source)
-            text = read_bytes(self.vault, rel).decode("utf-8", errors="surrogateescape")
+            data = read_bytes(self.vault, rel)
+            text = data.decode("utf-8", errors="surrogateescape")
             changes = self._changes(source, text)
             if changes:
                 new = links.replace_spans(text, changes)
-                found[rel] = (new.encode("utf-8", errors="surrogateescape"), len(changes))
+                found[rel] = _Rewrite(
+                    data, new.encode("utf-8", errors="surrogateescape"), len(changes)
+                )
         return found
 
     def _changes(self, source: str, text: str) -> dict[tuple[int, int], str]:
