@@ -9,10 +9,12 @@ from hypothesis import strategies as st
 from lore_mcp.errors import InvalidNameError, UnsafePathError
 from lore_mcp.slugs import (
     CLOSE_CUTOFF,
+    Aliases,
     Key,
     SlugSet,
     file_path_for,
     name_key,
+    resolve,
     slug_from_path,
     slugify,
     suffixes,
@@ -67,18 +69,18 @@ def test_suffixes() -> None:
 
 def test_resolution_rules() -> None:
     pages = SlugSet(["foo", "a/bar", "b/bar", "a/b/bar", "x/long/only"])
-    assert pages.link_target(Key("foo", False), "elsewhere") == ("foo", False)
-    assert pages.link_target(Key("only", False), "elsewhere") == ("x/long/only", False)
-    assert pages.link_target(Key("bar", False), "b/page") == ("b/bar", True)
+    assert resolve(pages, Aliases(), Key("foo", False), "elsewhere") == ("foo", False)
+    assert resolve(pages, Aliases(), Key("only", False), "elsewhere") == ("x/long/only", False)
+    assert resolve(pages, Aliases(), Key("bar", False), "b/page") == ("b/bar", True)
     assert pages.matches(Key("bar", False)) == ["a/b/bar", "a/bar", "b/bar"]
-    assert pages.link_target(Key("bar", False), "elsewhere") == ("a/bar", True)
+    assert resolve(pages, Aliases(), Key("bar", False), "elsewhere") == ("a/bar", True)
     assert pages.matches(Key("b/bar", False)) == ["b/bar"]
-    assert pages.link_target(Key("b/bar", False), "elsewhere") == ("b/bar", False)
+    assert resolve(pages, Aliases(), Key("b/bar", False), "elsewhere") == ("b/bar", False)
     # No match: the link leads to its own path (a placeholder there).
     assert pages.matches(Key("bar", True)) == []
-    assert pages.link_target(Key("bar", True), "elsewhere") == ("bar", False)
+    assert resolve(pages, Aliases(), Key("bar", True), "elsewhere") == ("bar", False)
     assert pages.matches(Key("nothing", False)) == []
-    assert pages.link_target(Key("a/nothing", False), "elsewhere") == ("a/nothing", False)
+    assert resolve(pages, Aliases(), Key("a/nothing", False), "elsewhere") == ("a/nothing", False)
 
 
 def test_close_names_follow_changes_before_and_after_the_first_lookup() -> None:

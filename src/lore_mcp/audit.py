@@ -23,7 +23,7 @@ import logging
 import os
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -185,11 +185,6 @@ def _append_line(path: Path, line: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def hashes(root: Path, rels: Iterable[str]) -> dict[str, str | None]:
-    """The hash of each vault-relative file."""
-    return {rel: file_hash(root / rel) for rel in rels}
 
 
 def renamed(

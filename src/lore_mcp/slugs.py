@@ -306,11 +306,6 @@ class SlugSet:
             or (not key.exact and folded.endswith("/" + wanted))
         )
 
-    def link_target(self, key: Key, source_slug: str) -> tuple[str, bool]:
-        """Where a link from `source_slug` with this key leads among these slugs alone,
-        and whether it was ambiguous; a key that matches none leads to its own path."""
-        return resolve(self, Aliases(), key, source_slug)
-
     def close_names(self, word: str, count: int) -> list[tuple[float, str]]:
         """Last segments spelled like `word`, as (similarity 0-100, name), closest first
         and ties by name, so that the answer does not depend on the order names came in."""
