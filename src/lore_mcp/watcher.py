@@ -33,6 +33,7 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 from watchdog.utils import UnsupportedLibcError
 
+from lore_mcp.slugs import is_hidden
 from lore_mcp.vault import Vault, apply_external_changes, changed_on_disk, resync
 
 log = logging.getLogger(__name__)
@@ -72,12 +73,11 @@ EVENTS_ON_CLOSE = [e for e in EVENTS if e is not events.FileModifiedEvent]
 
 def wanted(rel_path: str, is_directory: bool) -> bool:
     """True for page files and folders; False for dot-paths, temp files, other files."""
-    parts = rel_path.split("/")
-    if not rel_path or rel_path == "." or any(p.startswith(".") for p in parts):
+    if not rel_path or is_hidden(rel_path):  # "." too
         return False
     if is_directory:
         return True
-    name = parts[-1]
+    name = rel_path.rpartition("/")[2]
     if name in TEMP_NAMES or name.endswith(TEMP_SUFFIXES) or name.startswith("#"):
         return False
     return name.lower().endswith(".md")
