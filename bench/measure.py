@@ -6,7 +6,7 @@ per-call workload through the same live session, and reads the server's peak RSS
 (`VmHWM`, and during start-up the sum over the server and the processes it started to
 read pages, sampled) and CPU time (its reaped children's included) from `/proc`.
 `raw_calls` repeats the calls through a bare JSON-RPC client (no client-side
-validation), and `in_process` against the engine (`lore_mcp.vault`) in this process,
+validation), and `in_process` against the engine (`lore_mcp.vault_ops`) in this process,
 so the shares of the client, the protocol and the engine are visible. `session` can
 also record every answer for `bench/sdkfloor.py` to replay, which gives the SDK's own
 share of each call: `paired` runs the calls through the real server and that floor side
@@ -31,10 +31,10 @@ from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
 from bench.rawrpc import RawServer, server_command
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.errors import LoreError
 from lore_mcp.models import SaveResult
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 Args = dict[str, Any]
 Plan = list[tuple[str, str, list[Args]]]
@@ -280,7 +280,7 @@ def in_process(root: Path, plan: Plan) -> tuple[float, dict[str, Timings]]:
     return took, results
 
 
-def _direct(vault: Vault, tool: str, args: Args) -> object:
+def _direct(vault: AppState, tool: str, args: Args) -> object:
     if tool == "read_page":
         return engine.read_page(vault, args["slug"])
     if tool == "save_page":

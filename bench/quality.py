@@ -54,7 +54,7 @@ def load(path: Path = QUESTIONS) -> list[Question]:
 
 def ask(questions: list[Question], limit: int = 10) -> list[Outcome]:
     """Each question asked of its vault (opened once, in a temporary copy)."""
-    from lore_mcp import vault as engine
+    from lore_mcp import vault_ops as engine
     from lore_mcp.slugs import slug_from_path
 
     outcomes: list[Outcome] = []

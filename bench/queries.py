@@ -92,7 +92,7 @@ def query_set(root: Path, pages: list[str]) -> dict[str, list[str]]:
 
 def run_size(size: int, cache: Path) -> dict[str, Any]:
     from bench import vaults
-    from lore_mcp import vault as engine
+    from lore_mcp import vault_ops as engine
 
     prepared = vaults.prepare(cache, size, 42)
     started = time.perf_counter()

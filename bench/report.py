@@ -180,7 +180,7 @@ def _call_rows(result: dict[str, Any]) -> list[str]:
         "bench/sdkfloor.py, which replays these answers without doing any work, and of "
         "each call's difference between the two: what lore-mcp adds, which the targets "
         "judge; bare: a bare JSON-RPC client over stdio, i.e. server + pipe; engine: "
-        "lore_mcp.vault in this process)"
+        "lore_mcp.vault_ops in this process)"
     )
     return lines
 

@@ -7,7 +7,7 @@ For each size: generate (or reuse) a synthetic vault in `bench/.vaults/<size>/`,
 through the real stdio server and the SDK's client measure the cold start (no `.lore/`)
 and the warm start (index present, nothing changed) to the first answered `read_page`,
 the per-call round trips in the last warm session, the server's peak RSS, the same calls
-through a bare JSON-RPC client and in process against the engine (`lore_mcp.vault`), and
+through a bare JSON-RPC client and in process against the engine (`lore_mcp.vault_ops`), and
 the floor: the same calls through the SDK's client against a server that replays the
 recorded answers without doing any work (`bench/sdkfloor.py`), made call by call beside
 the real server, bare FTS5 inserts and plain writes of the same pages. The per-call

@@ -37,7 +37,7 @@ if str(ROOT) not in sys.path:  # run as a script, this folder is first on the pa
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from lore_mcp.vault import Vault
+    from lore_mcp.vault_ops import AppState
 
 Answers = Mapping[str, Sequence[dict[str, Any]]]
 NAME = "lore-sdk-floor"
@@ -121,7 +121,7 @@ def main() -> int:
 
     stand_in = _NoVault()
     floor = build(answers, stand_in)
-    run_stdio(floor, cast("Vault", stand_in))
+    run_stdio(floor, cast("AppState", stand_in))
     return 0
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lore_mcp import vault
-from lore_mcp.vault import Vault
+from lore_mcp import vault_ops
+from lore_mcp.vault_ops import AppState
 
 REPO = Path(__file__).resolve().parents[1]
 BRAIN = REPO / "brain"
@@ -44,17 +44,17 @@ def brain_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def state(vault_dir: Path) -> Iterator[Vault]:
+def state(vault_dir: Path) -> Iterator[AppState]:
     """An open, empty vault."""
-    st = vault.open_vault(vault_dir)
+    st = vault_ops.open_vault(vault_dir)
     yield st
     st.close()
 
 
 @pytest.fixture
-def brain(brain_dir: Path) -> Iterator[Vault]:
+def brain(brain_dir: Path) -> Iterator[AppState]:
     """The sample vault, opened and indexed."""
-    st = vault.open_vault(brain_dir)
+    st = vault_ops.open_vault(brain_dir)
     yield st
     st.close()
 

@@ -14,12 +14,12 @@ import anyio
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-from lore_mcp import vault
+from lore_mcp import vault_ops
 from lore_mcp.config import LORE_DIR
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 
-def snapshot(state: Vault) -> dict[str, Any]:
+def snapshot(state: AppState) -> dict[str, Any]:
     """Everything the index and graph say about the vault, minus file timestamps."""
     with state.lock:
         pages = sorted((r.slug, r.title, r.path, r.hash) for r in state.index.pages.all())
@@ -44,14 +44,14 @@ def fresh_snapshot(root: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "copy"
         shutil.copytree(root, copy, ignore=shutil.ignore_patterns(LORE_DIR), symlinks=True)
-        fresh = vault.open_vault(copy)
+        fresh = vault_ops.open_vault(copy)
         try:
             return snapshot(fresh)
         finally:
             fresh.close()
 
 
-def assert_matches_fresh(state: Vault) -> None:
+def assert_matches_fresh(state: AppState) -> None:
     """The live state must equal what a fresh index of the same files builds."""
     live = snapshot(state)
     fresh = fresh_snapshot(state.root)

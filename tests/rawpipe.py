@@ -21,7 +21,7 @@ PROTOCOL = "2025-11-25"
 # serves, so a test can start the next server while the current one still runs.
 PREWARMED = (
     "import os, sys\n"
-    "import lore_mcp.cli, lore_mcp.server, lore_mcp.vault\n"
+    "import lore_mcp.cli, lore_mcp.server, lore_mcp.vault_ops\n"
     "os.read(0, 1)\n"
     "lore_mcp.cli.mcp_main(sys.argv[1:])\n"
 )

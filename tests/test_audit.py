@@ -21,11 +21,11 @@ from mcp.types import Implementation
 
 from helpers import environment
 from lore_mcp import audit
-from lore_mcp import vault as ops
+from lore_mcp import vault_ops as ops
 from lore_mcp.cli import main
 from lore_mcp.errors import InvalidArgumentError, LoreError, VaultError
 from lore_mcp.server import build_server
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +50,7 @@ def lines(root: Path) -> list[dict[str, Any]]:
 # -- what a line holds ------------------------------------------------------------------
 
 
-def test_each_write_appends_one_line(state: Vault) -> None:
+def test_each_write_appends_one_line(state: AppState) -> None:
     root = state.root
     ops.save_page(state, "notes/Alpha", "see [[Beta]]\n")
     first_hash = sha(root / "notes/Alpha.md")
@@ -89,7 +89,7 @@ def test_each_write_appends_one_line(state: Vault) -> None:
     assert datetime.fromisoformat(gone["time"]) >= datetime.fromisoformat(created["time"])
 
 
-def test_writes_that_change_nothing_leave_no_line(state: Vault, vault_dir: Path) -> None:
+def test_writes_that_change_nothing_leave_no_line(state: AppState, vault_dir: Path) -> None:
     ops.save_page(state, "a/Same", "x")
     ops.save_page(state, "b/Same", "y")
     with pytest.raises(LoreError):
@@ -178,7 +178,7 @@ def test_many_writes_at_once_give_whole_lines(vault_dir: Path) -> None:
     # The same function in child processes that import only what it needs.
     script = (
         "import sys\n"
-        "from lore_mcp import vault as ops\n"
+        "from lore_mcp import vault_ops as ops\n"
         f"{inspect.getsource(_write_many)}\n"
         "_write_many(sys.argv[1], sys.argv[2], int(sys.argv[3]))\n"
     )
@@ -199,7 +199,7 @@ def test_many_writes_at_once_give_whole_lines(vault_dir: Path) -> None:
     assert found.skipped == 0 and len(found.records) == len(log)
 
 
-def test_a_torn_last_line_is_skipped_and_the_next_starts_clean(state: Vault) -> None:
+def test_a_torn_last_line_is_skipped_and_the_next_starts_clean(state: AppState) -> None:
     ops.save_page(state, "One", "1")
     with audit.log_path(state.root).open("ab") as handle:
         handle.write(b'{"time":"2025-01-01T00:00:00.000Z","door":"mcp","to')  # a crash
@@ -211,7 +211,7 @@ def test_a_torn_last_line_is_skipped_and_the_next_starts_clean(state: Vault) -> 
 
 
 def test_a_log_that_cannot_be_written_does_not_undo_the_write(
-    state: Vault, caplog: pytest.LogCaptureFixture
+    state: AppState, caplog: pytest.LogCaptureFixture
 ) -> None:
     audit.log_path(state.root).mkdir(parents=True)
     with caplog.at_level(logging.ERROR, logger="lore_mcp.audit"):
@@ -230,7 +230,7 @@ def record(when: datetime, slug: str, **extra: Any) -> audit.AuditRecord:
     return audit.AuditRecord(time=stamp, slug=slug, **fields)
 
 
-def test_read_log_filters_by_time_page_and_count(state: Vault) -> None:
+def test_read_log_filters_by_time_page_and_count(state: AppState) -> None:
     now = datetime.now(UTC)
     audit.append(state.root, record(now - timedelta(days=3), "notes/alpha"))
     audit.append(state.root, record(now - timedelta(hours=5), "beta"))

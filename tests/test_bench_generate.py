@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.links import extract_links
 
 ROOT = Path(__file__).resolve().parents[1]

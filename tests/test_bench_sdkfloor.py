@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.server import build_server
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ from mcp.types import CallToolResult
 from conftest import write
 from helpers import text
 from lore_mcp import budget, cli, render
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.config import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from lore_mcp.errors import InvalidArgumentError
 from lore_mcp.links import extract_links

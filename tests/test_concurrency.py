@@ -8,8 +8,8 @@ import threading
 from pathlib import Path
 
 from helpers import assert_matches_fresh, snapshot
-from lore_mcp import vault as ops
-from lore_mcp.vault import Vault
+from lore_mcp import vault_ops as ops
+from lore_mcp.vault_ops import AppState
 
 
 def test_two_states_see_each_others_writes(vault_dir: Path) -> None:
@@ -38,7 +38,7 @@ def test_two_states_writing_at_once_lose_nothing(vault_dir: Path) -> None:
     b = ops.open_vault(vault_dir)
     errors: list[BaseException] = []
 
-    def writer(state: Vault, mine: str, theirs: str) -> None:
+    def writer(state: AppState, mine: str, theirs: str) -> None:
         try:
             for i in range(60):
                 ops.save_page(state, f"{mine}{i}", f"[[{theirs}{i}]] [[{mine}{i + 1}]]")
@@ -70,7 +70,7 @@ def test_two_states_writing_at_once_lose_nothing(vault_dir: Path) -> None:
 # Each process opens the vault and saves pages, listing between saves.
 _SAVE_MANY = """
 import sys
-from lore_mcp import vault as ops
+from lore_mcp import vault_ops as ops
 root, prefix, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 state = ops.open_vault(root)
 try:

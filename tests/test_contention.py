@@ -21,7 +21,7 @@ from mcp import Client, StdioServerParameters
 
 from helpers import assert_matches_fresh, environment, snapshot, text
 from lore_mcp import audit
-from lore_mcp import vault as ops
+from lore_mcp import vault_ops as ops
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from lore_mcp.errors import VaultBusyError
 from lore_mcp.index import Index, PageRow

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import assert_matches_fresh
-from lore_mcp import vault
+from lore_mcp import vault_ops
 from lore_mcp.slugs import slug_from_path
 from rawpipe import RawServer
 
@@ -103,7 +103,7 @@ def test_sigkill_mid_save_never_tears_a_page(tmp_path: Path) -> None:
             assert data, f"{rel} is empty after a kill"
             assert data in sent[rel], f"{rel} is torn: not one of the contents sent for it"
         leftovers = list(root.rglob(".lore-tmp-*"))
-        state = vault.open_vault(root)  # the restart
+        state = vault_ops.open_vault(root)  # the restart
         try:
             assert sorted(state.pages) == sorted(slug_from_path(rel) for rel in files)
             assert not any(p.name in state.pages for p in leftovers)

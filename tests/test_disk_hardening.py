@@ -20,12 +20,12 @@ from mcp import Client
 from conftest import write
 from helpers import assert_matches_fresh, ok
 from helpers import fails as refused
-from lore_mcp import vault as vault_ops
+from lore_mcp import vault_ops
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR, MAX_FILE_BYTES
 from lore_mcp.errors import LoreError, PageNotFoundError
 from lore_mcp.index.db import SCHEMA_VERSION
 from lore_mcp.server import build_server
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 pytestmark = pytest.mark.anyio
 
@@ -47,7 +47,7 @@ def files(root: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture
-async def odd_vault(vault_dir: Path, tmp_path: Path) -> AsyncIterator[tuple[Client, Vault]]:
+async def odd_vault(vault_dir: Path, tmp_path: Path) -> AsyncIterator[tuple[Client, AppState]]:
     """A vault holding every kind of odd file, served in memory."""
     write(vault_dir, "Target.md", "The target.\n")
     write(vault_dir, "Links.md", "To [[Empty]], [[Bom]], [[Huge]], [[Secret]] and [[Bad]].\n")
@@ -68,7 +68,7 @@ async def odd_vault(vault_dir: Path, tmp_path: Path) -> AsyncIterator[tuple[Clie
 
 
 async def test_odd_files_are_indexed_as_far_as_sensible(
-    odd_vault: tuple[Client, Vault], tmp_path: Path
+    odd_vault: tuple[Client, AppState], tmp_path: Path
 ) -> None:
     client, state = odd_vault
     before = files(state.root) | files(tmp_path / "outside")
@@ -105,7 +105,7 @@ async def test_odd_files_are_indexed_as_far_as_sensible(
 
 
 def test_huge_files_are_skipped_with_a_log_line(
-    state: Vault, vault_dir: Path, caplog: pytest.LogCaptureFixture
+    state: AppState, vault_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="lore_mcp")
     write(vault_dir, "Grows.md", "small for now, links [[Other]]\n")
@@ -123,7 +123,7 @@ def test_huge_files_are_skipped_with_a_log_line(
     assert_matches_fresh(state)
 
 
-def test_a_file_vanishing_before_a_read(state: Vault, vault_dir: Path) -> None:
+def test_a_file_vanishing_before_a_read(state: AppState, vault_dir: Path) -> None:
     write(vault_dir, "Here.md", "here, linking [[Gone Soon]]\n")
     write(vault_dir, "Gone Soon.md", "about to vanish\n")
     vault_ops.apply_external_changes(state, ["Here.md", "Gone Soon.md"])
@@ -208,7 +208,7 @@ async def test_a_damaged_index_is_rebuilt_on_start(
 
 
 async def test_a_save_never_writes_through_a_symlink_out(
-    odd_vault: tuple[Client, Vault], tmp_path: Path
+    odd_vault: tuple[Client, AppState], tmp_path: Path
 ) -> None:
     client, state = odd_vault
     outside = files(tmp_path / "outside")
@@ -220,7 +220,7 @@ async def test_a_save_never_writes_through_a_symlink_out(
     assert files(tmp_path / "outside") == outside
 
 
-async def test_a_save_never_replaces_a_skipped_file(odd_vault: tuple[Client, Vault]) -> None:
+async def test_a_save_never_replaces_a_skipped_file(odd_vault: tuple[Client, AppState]) -> None:
     client, state = odd_vault
     assert "huge" in state.placeholders
     before = files(state.root)
@@ -230,7 +230,7 @@ async def test_a_save_never_replaces_a_skipped_file(odd_vault: tuple[Client, Vau
 
 
 async def test_a_rename_keeps_the_bytes_of_a_non_utf8_file(
-    odd_vault: tuple[Client, Vault],
+    odd_vault: tuple[Client, AppState],
 ) -> None:
     client, state = odd_vault
     await ok(client, "rename_page", slug="Target", new_name="New Target")
@@ -239,7 +239,7 @@ async def test_a_rename_keeps_the_bytes_of_a_non_utf8_file(
     )
 
 
-def test_a_source_vanishing_during_a_rename(state: Vault, vault_dir: Path) -> None:
+def test_a_source_vanishing_during_a_rename(state: AppState, vault_dir: Path) -> None:
     write(vault_dir, "Target.md", "target\n")
     write(vault_dir, "Source.md", "see [[Target]]\n")
     vault_ops.apply_external_changes(state, ["Target.md", "Source.md"])

@@ -18,11 +18,11 @@ from mcp import Client
 from conftest import write
 from helpers import assert_matches_fresh, call, text
 from lore_mcp import edits
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.cli import main
 from lore_mcp.errors import InvalidArgumentError
 from lore_mcp.server import build_server
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 pytestmark = pytest.mark.anyio
 
@@ -167,7 +167,7 @@ def test_arguments_that_do_not_go_together(arguments: dict[str, Any], message: s
 
 
 @pytest.fixture
-async def served(vault_dir: Path) -> AsyncIterator[tuple[Client, Vault]]:
+async def served(vault_dir: Path) -> AsyncIterator[tuple[Client, AppState]]:
     state = engine.open_vault(vault_dir)
     async with Client(build_server(state)) as client:
         yield client, state
@@ -192,7 +192,7 @@ def audit_modes(root: Path) -> list[str | None]:
 
 
 async def test_every_mode_writes_reindexes_and_keeps_history(
-    served: tuple[Client, Vault],
+    served: tuple[Client, AppState],
 ) -> None:
     client, state = served
     await saved(client, slug="Plans", content=PAGE)
@@ -222,7 +222,7 @@ async def test_every_mode_writes_reindexes_and_keeps_history(
 
 
 async def test_append_and_prepend_create_a_missing_page_or_fill_a_placeholder(
-    served: tuple[Client, Vault],
+    served: tuple[Client, AppState],
 ) -> None:
     client, state = served
     created = await saved(client, slug="Journal", content="- first\n", mode="append")
@@ -234,7 +234,7 @@ async def test_append_and_prepend_create_a_missing_page_or_fill_a_placeholder(
     assert_matches_fresh(state)
 
 
-async def test_failures_write_nothing(served: tuple[Client, Vault]) -> None:
+async def test_failures_write_nothing(served: tuple[Client, AppState]) -> None:
     client, state = served
     await saved(client, slug="Plans", content=PAGE)
     await saved(client, slug="Hub", content="[[Ghost]]\n")
@@ -262,7 +262,7 @@ async def test_failures_write_nothing(served: tuple[Client, Vault]) -> None:
     assert audit_modes(state.root) == ["replace", "replace", "edit"]
 
 
-async def test_a_file_that_is_not_utf8(served: tuple[Client, Vault]) -> None:
+async def test_a_file_that_is_not_utf8(served: tuple[Client, AppState]) -> None:
     client, state = served
     bad = b"# Caf\xe9\n\nOld [[Link]].\n"
     (state.root / "Latin.md").write_bytes(bad)
@@ -283,7 +283,7 @@ async def test_a_file_that_is_not_utf8(served: tuple[Client, Vault]) -> None:
     assert again.structured_content["encoding_errors"] is False
 
 
-async def test_the_tool_says_what_its_modes_do(served: tuple[Client, Vault]) -> None:
+async def test_the_tool_says_what_its_modes_do(served: tuple[Client, AppState]) -> None:
     client, _ = served
     tool = next(t for t in (await client.list_tools()).tools if t.name == "save_page")
     properties = tool.input_schema["properties"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from lore_mcp import links
 from lore_mcp.index import LinkRow
-from lore_mcp.vault import files
+from lore_mcp.vault_ops import files
 
 
 def test_page_links_skip_same_page_links_attachments_and_empty_targets() -> None:

@@ -13,11 +13,11 @@ from mcp import Client
 
 from conftest import write
 from helpers import assert_matches_fresh, call, ok, snapshot, text
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.config import MAX_CONTENT_BYTES
 from lore_mcp.server import build_server
 from lore_mcp.tools import INTERNAL_ERROR
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 pytestmark = pytest.mark.anyio
 
@@ -28,7 +28,7 @@ SEED_PAGES = {
 }
 
 
-def connect(state: Vault, mode: str) -> Client:
+def connect(state: AppState, mode: str) -> Client:
     server = build_server(state)
     return Client(server, mode="legacy") if mode == "legacy" else Client(server)
 
@@ -49,7 +49,7 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def served(vault_dir: Path, mode: str) -> AsyncIterator[tuple[Client, Vault]]:
+async def served(vault_dir: Path, mode: str) -> AsyncIterator[tuple[Client, AppState]]:
     for rel, body in SEED_PAGES.items():
         write(vault_dir, rel, body)
     state = engine.open_vault(vault_dir)
@@ -127,7 +127,7 @@ def name_calls(name: str) -> list[tuple[str, dict[str, Any]]]:
 
 @pytest.mark.parametrize(("name", "reason"), BAD_NAMES, ids=lambda v: repr(v)[:30])
 async def test_bad_names_are_refused_everywhere(
-    served: tuple[Client, Vault], name: str, reason: str
+    served: tuple[Client, AppState], name: str, reason: str
 ) -> None:
     client, state = served
     before, index_before = files(state.root), snapshot(state)
@@ -155,7 +155,7 @@ async def test_bad_names_are_refused_everywhere(
     ids=repr,
 )
 async def test_names_only_a_write_refuses(
-    served: tuple[Client, Vault], name: str, reason: str
+    served: tuple[Client, AppState], name: str, reason: str
 ) -> None:
     """Reads look such names up (and find nothing); writes cannot make a file of them."""
     client, state = served
@@ -167,7 +167,7 @@ async def test_names_only_a_write_refuses(
     assert_matches_fresh(state)
 
 
-async def test_names_holding_link_syntax(served: tuple[Client, Vault]) -> None:
+async def test_names_holding_link_syntax(served: tuple[Client, AppState]) -> None:
     """`[ ] # ^ |` cannot stand in a [[link]], so new file names leave them out."""
     client, state = served
     saved = await ok(client, "save_page", slug="C# [draft] ^1", content="x")
@@ -178,7 +178,7 @@ async def test_names_holding_link_syntax(served: tuple[Client, Vault]) -> None:
     assert_matches_fresh(state)
 
 
-async def test_a_name_that_collides(served: tuple[Client, Vault]) -> None:
+async def test_a_name_that_collides(served: tuple[Client, AppState]) -> None:
     client, state = served
     await ok(client, "save_page", slug="other/Alpha", content="second alpha\n")
     before = files(state.root)
@@ -193,7 +193,7 @@ async def test_a_name_that_collides(served: tuple[Client, Vault]) -> None:
 # -- bad content ---------------------------------------------------------------------------
 
 
-async def test_content_over_the_limits(served: tuple[Client, Vault]) -> None:
+async def test_content_over_the_limits(served: tuple[Client, AppState]) -> None:
     client, state = served
     before = files(state.root)
     ten_mb = "x" * (10 * 1024 * 1024 + 1)
@@ -208,7 +208,7 @@ async def test_content_over_the_limits(served: tuple[Client, Vault]) -> None:
     assert files(state.root) == before
 
 
-async def test_content_at_the_limits_is_saved(served: tuple[Client, Vault]) -> None:
+async def test_content_at_the_limits_is_saved(served: tuple[Client, AppState]) -> None:
     client, state = served
     ascii_full = "x" * MAX_CONTENT_BYTES
     wide_full = "é" * (MAX_CONTENT_BYTES // 2)
@@ -236,7 +236,7 @@ HOSTILE_CONTENT = [
 
 @pytest.mark.parametrize("content", HOSTILE_CONTENT, ids=lambda v: repr(v)[:30])
 async def test_hostile_content_is_saved_and_indexed(
-    served: tuple[Client, Vault], content: str
+    served: tuple[Client, AppState], content: str
 ) -> None:
     client, state = served
     saved = await ok(client, "save_page", slug="Me", content=content)
@@ -250,7 +250,7 @@ async def test_hostile_content_is_saved_and_indexed(
     assert_matches_fresh(state)
 
 
-async def test_a_page_linking_to_itself(served: tuple[Client, Vault]) -> None:
+async def test_a_page_linking_to_itself(served: tuple[Client, AppState]) -> None:
     client, state = served
     await ok(client, "save_page", slug="Me", content=HOSTILE_CONTENT[2])
     page = await ok(client, "read_page", slug="Me")
@@ -295,7 +295,7 @@ SAFE_QUERIES = [
 ]
 
 
-async def test_queries_never_break_search(served: tuple[Client, Vault]) -> None:
+async def test_queries_never_break_search(served: tuple[Client, AppState]) -> None:
     client, _ = served
     for query in SAFE_QUERIES:
         await ok(client, "search", query=query, limit=5)

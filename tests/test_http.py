@@ -27,7 +27,7 @@ from starlette.types import Receive, Scope, Send
 
 from helpers import assert_matches_fresh, environment, run_cli, text
 from lore_mcp import audit
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.cli import main, mcp_main
 from lore_mcp.errors import LoreError
 from lore_mcp.http import (

@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 
 from conftest import write
 from helpers import assert_matches_fresh, environment, fails, ok
-from lore_mcp import vault
+from lore_mcp import vault_ops
 from lore_mcp.cli import main as lore
 from lore_mcp.errors import (
     AmbiguousNameError,
@@ -31,8 +31,8 @@ from lore_mcp.errors import (
 )
 from lore_mcp.server import build_server
 from lore_mcp.slugs import file_path_for, parse_name, slug_from_path, slugify
-from lore_mcp.vault import Vault, journal
-from lore_mcp.vault import files as page_files
+from lore_mcp.vault_ops import AppState, journal
+from lore_mcp.vault_ops import files as page_files
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -82,7 +82,7 @@ def reproductions(vault_dir: Path) -> Path:
 
 @pytest.fixture
 async def client(reproductions: Path) -> AsyncIterator[Client]:
-    async with Client(build_server(vault.open_vault(reproductions, scan=False))) as c:
+    async with Client(build_server(vault_ops.open_vault(reproductions, scan=False))) as c:
         yield c
 
 
@@ -161,21 +161,21 @@ def test_files_whose_slugs_collide_each_stay_readable_and_writable(vault_dir: Pa
     write(vault_dir, "My Page.md", "spaces\n")
     write(vault_dir, "my-page.md", "dashes\n")
     write(vault_dir, "my_page.md", "underscores\n")
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
-        page = vault.read_page(opened, "my-page")
+        page = vault_ops.read_page(opened, "my-page")
         assert page.path == "My Page.md"
         assert set(page.alternatives) == {"my-page.md", "my_page.md"}
         with pytest.raises(AmbiguousNameError) as refused:
-            vault.save_page(opened, "my page", "which one?")
+            vault_ops.save_page(opened, "my page", "which one?")
         assert set(refused.value.candidates) == {"My Page.md", "my-page.md", "my_page.md"}
-        other = vault.read_page(opened, "my_page.md")
+        other = vault_ops.read_page(opened, "my_page.md")
         assert (other.content, other.passed_over_for) == ("underscores\n", "My Page.md")
-        vault.save_page(opened, "my_page.md", "underscores, edited\n")
+        vault_ops.save_page(opened, "my_page.md", "underscores, edited\n")
         assert (vault_dir / "my_page.md").read_text() == "underscores, edited\n"
         assert (vault_dir / "My Page.md").read_text() == "spaces\n"
-        assert vault.doctor(opened).collisions
-        vault.delete_page(opened, "my-page.md")
+        assert vault_ops.doctor(opened).collisions
+        vault_ops.delete_page(opened, "my-page.md")
         assert sorted(files(vault_dir)) == ["My Page.md", "my_page.md"]
         assert_matches_fresh(opened)
     finally:
@@ -190,13 +190,13 @@ def test_every_replaced_version_is_kept_and_restores_byte_for_byte(
 ) -> None:
     versions = [b"\xef\xbb\xbffirst\r\n", b"second\n", b"third, not UTF-8: \xff\n"]
     (vault_dir / "Note.md").write_bytes(versions[0])
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
-        vault.save_page(opened, "Note", versions[1].decode())
-        vault.save_page(opened, "Note", "fourth\n")
+        vault_ops.save_page(opened, "Note", versions[1].decode())
+        vault_ops.save_page(opened, "Note", "fourth\n")
         (vault_dir / "Note.md").write_bytes(versions[2])  # an outside edit, not kept
-        vault.delete_page(opened, "Note")
-        kept = vault.page_history(opened, "Note")
+        vault_ops.delete_page(opened, "Note")
+        kept = vault_ops.page_history(opened, "Note")
     finally:
         opened.close()
     assert [v.tool for v in kept.versions] == ["delete_page", "save_page", "save_page"]
@@ -209,9 +209,9 @@ def test_every_replaced_version_is_kept_and_restores_byte_for_byte(
     assert (vault_dir / "Note.md").read_bytes() == versions[0]
     assert lore(["restore", "Note", "--vault", str(vault_dir)]) == 0  # the newest: the delete's
     assert (vault_dir / "Note.md").read_bytes() == versions[2]
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:  # each restore kept what it replaced, in turn
-        assert len(vault.page_history(opened, "Note").versions) == 4
+        assert len(vault_ops.page_history(opened, "Note").versions) == 4
         assert_matches_fresh(opened)
     finally:
         opened.close()
@@ -223,14 +223,14 @@ def test_kept_versions_stay_as_they_were_when_page_files_are_edited_in_place(
     (vault_dir / "Note.md").write_bytes(b"first\n")
     os.link(vault_dir / "Note.md", vault_dir / "Twin.md")  # one file with two names
     (vault_dir / "Solo.md").write_bytes(b"solo, first\n")
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
-        vault.save_page(opened, "Note", "second\n")
-        vault.save_page(opened, "Solo", "solo, second\n")
+        vault_ops.save_page(opened, "Note", "second\n")
+        vault_ops.save_page(opened, "Solo", "solo, second\n")
         for name in ("Twin.md", "Solo.md"):  # as editors that write in place do
             with (vault_dir / name).open("r+b") as handle:
                 handle.write(b"EDITED")
-        note, solo = (vault.page_history(opened, name).versions for name in ("Note", "Solo"))
+        note, solo = (vault_ops.page_history(opened, name).versions for name in ("Note", "Solo"))
     finally:
         opened.close()
     assert [(vault_dir / v.kept).read_bytes() for v in note] == [b"first\n"]
@@ -243,7 +243,7 @@ def test_a_write_that_fails_leaves_no_kept_version_behind(
 ) -> None:
     (vault_dir / "Note.md").write_bytes(b"note\n")
     (vault_dir / "Hub.md").write_bytes(b"see [[Note]]\n")
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
 
         def disk_full(path: Path, data: bytes) -> None:
@@ -252,10 +252,10 @@ def test_a_write_that_fails_leaves_no_kept_version_behind(
         monkeypatch.setattr(page_files, "atomic_write", disk_full)  # a page's file
         monkeypatch.setattr(journal, "atomic_write", disk_full)  # a rename's record
         with pytest.raises(VaultError, match="No space left"):
-            vault.save_page(opened, "Note", "changed\n")
+            vault_ops.save_page(opened, "Note", "changed\n")
         with pytest.raises(VaultError, match="No space left"):
-            vault.rename_page(opened, "Note", "Renamed")
-        left = [vault.page_history(opened, name).versions for name in ("Note", "Hub")]
+            vault_ops.rename_page(opened, "Note", "Renamed")
+        left = [vault_ops.page_history(opened, name).versions for name in ("Note", "Hub")]
     finally:
         opened.close()
     assert left == [[], []]
@@ -263,14 +263,14 @@ def test_a_write_that_fails_leaves_no_kept_version_behind(
     assert (vault_dir / "Hub.md").read_bytes() == b"see [[Note]]\n"
 
 
-def test_a_stale_write_is_refused_and_changes_nothing(state: Vault, vault_dir: Path) -> None:
-    first = vault.save_page(state, "Shared", "one\n")
-    assert first.hash == vault.read_page(state, "Shared").hash
-    vault.save_page(state, "Shared", "two, by another agent\n", expected_hash=first.hash)
+def test_a_stale_write_is_refused_and_changes_nothing(state: AppState, vault_dir: Path) -> None:
+    first = vault_ops.save_page(state, "Shared", "one\n")
+    assert first.hash == vault_ops.read_page(state, "Shared").hash
+    vault_ops.save_page(state, "Shared", "two, by another agent\n", expected_hash=first.hash)
     for write_it in (
-        lambda: vault.save_page(state, "Shared", "three\n", expected_hash=first.hash),
-        lambda: vault.delete_page(state, "Shared", expected_hash=first.hash),
-        lambda: vault.rename_page(state, "Shared", "Moved", expected_hash=first.hash),
+        lambda: vault_ops.save_page(state, "Shared", "three\n", expected_hash=first.hash),
+        lambda: vault_ops.delete_page(state, "Shared", expected_hash=first.hash),
+        lambda: vault_ops.rename_page(state, "Shared", "Moved", expected_hash=first.hash),
     ):
         with pytest.raises(ConflictError) as refused:
             write_it()
@@ -278,12 +278,12 @@ def test_a_stale_write_is_refused_and_changes_nothing(state: Vault, vault_dir: P
     assert files(vault_dir) == {"Shared.md": b"two, by another agent\n"}
 
 
-def test_unknown_names_are_never_written_by_a_loose_match(state: Vault, vault_dir: Path) -> None:
+def test_unknown_names_are_never_written_by_a_loose_match(state: AppState, vault_dir: Path) -> None:
     write(vault_dir, "C++.md", "plus\n")
-    vault.index_vault(state)
-    assert vault.read_page(state, "C").path == "C++.md"  # a read may find it loosely
+    vault_ops.index_vault(state)
+    assert vault_ops.read_page(state, "C").path == "C++.md"  # a read may find it loosely
     with pytest.raises(PageNotFoundError):
-        vault.delete_page(state, "C")
+        vault_ops.delete_page(state, "C")
     assert files(vault_dir) == {"C++.md": b"plus\n"}
 
 
@@ -325,8 +325,8 @@ PATHS = [
 ]
 
 
-def _kept_hashes(opened: Vault, rel: str) -> set[str]:
-    from lore_mcp.vault import history
+def _kept_hashes(opened: AppState, rel: str) -> set[str]:
+    from lore_mcp.vault_ops import history
 
     return {v.hash(opened.root) for v in history.versions(opened.root, rel)}
 
@@ -353,23 +353,25 @@ def test_no_write_changes_a_file_it_does_not_name(
         for n, rel in enumerate(initial):
             body = " ".join(f"[[{target}]]" for target in links[n % 2 :: 2])
             write(root, rel, f"# {rel}\n{body}\n")
-        opened = vault.open_vault(root)
+        opened = vault_ops.open_vault(root)
         try:
             for number, (kind, name, other) in enumerate(operations):
                 before = files(root)
                 try:
                     if kind == "save":
-                        result = vault.save_page(opened, name, f"version {number}\n[[{other}]]\n")
+                        result = vault_ops.save_page(
+                            opened, name, f"version {number}\n[[{other}]]\n"
+                        )
                         allowed = {result.path}
                     elif kind == "delete":
-                        gone = vault.delete_page(opened, name)
+                        gone = vault_ops.delete_page(opened, name)
                         allowed = {gone.path}
                     else:
-                        moved = vault.rename_page(opened, name, other)
+                        moved = vault_ops.rename_page(opened, name, other)
                         rewritten = {
-                            vault.read_page(opened, slug).path or "" for slug in moved.rewritten
+                            vault_ops.read_page(opened, slug).path or "" for slug in moved.rewritten
                         }
-                        allowed = {vault.read_page(opened, moved.slug).path or "", *rewritten}
+                        allowed = {vault_ops.read_page(opened, moved.slug).path or "", *rewritten}
                         allowed |= {p for p in before if slug_from_path(p) == moved.old_slug}
                 except LoreError:
                     assert files(root) == before, f"a refused {kind} of {name!r} changed files"
@@ -391,10 +393,10 @@ def test_no_write_changes_a_file_it_does_not_name(
 
 RENAMER = """
 import sys
-from lore_mcp import vault
-opened = vault.open_vault(sys.argv[1])
+from lore_mcp import vault_ops
+opened = vault_ops.open_vault(sys.argv[1])
 print("ready", flush=True)
-vault.rename_page(opened, "Hub", "Renamed Hub")
+vault_ops.rename_page(opened, "Hub", "Renamed Hub")
 print("done", flush=True)
 """
 
@@ -408,7 +410,7 @@ def test_a_rename_killed_at_any_moment_is_whole_after_the_next_start(tmp_path: P
         write(root, "Hub.md", "# Hub\nSee [[Spoke 0]].\n")
         for n in range(50):
             write(root, f"spokes/Spoke {n}.md", f"Back to [[Hub]] and [[Hub|the hub]], line {n}.\n")
-        vault.open_vault(root).close()  # indexed before, as a running vault is
+        vault_ops.open_vault(root).close()  # indexed before, as a running vault is
         proc = subprocess.Popen(
             [sys.executable, "-c", RENAMER, str(root)],
             stdout=subprocess.PIPE,
@@ -420,7 +422,7 @@ def test_a_rename_killed_at_any_moment_is_whole_after_the_next_start(tmp_path: P
         proc.kill()
         proc.wait()
         proc.stdout.close()
-        opened = vault.open_vault(root)  # the next start
+        opened = vault_ops.open_vault(root)  # the next start
         try:
             spokes = [(root / f"spokes/Spoke {n}.md").read_text() for n in range(50)]
             if (root / "Hub.md").exists():

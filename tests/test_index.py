@@ -11,12 +11,12 @@ import pytest
 
 from conftest import write
 from helpers import assert_matches_fresh
-from lore_mcp import vault as ops
+from lore_mcp import vault_ops as ops
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from lore_mcp.errors import PageNotFoundError
 from lore_mcp.index import Index, PageRow
 from lore_mcp.index.db import SCHEMA_VERSION
-from lore_mcp.vault import apply, sync
+from lore_mcp.vault_ops import apply, sync
 
 
 def test_page_files_found_by_path_folder_and_slug(tmp_path: Path) -> None:

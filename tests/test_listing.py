@@ -15,10 +15,10 @@ from mcp import Client
 from conftest import write
 from helpers import ok, text
 from lore_mcp import render
-from lore_mcp import vault as ops
+from lore_mcp import vault_ops as ops
 from lore_mcp.models import GraphResult
 from lore_mcp.server import build_server
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
@@ -31,7 +31,7 @@ def aged(root: Path, rel: str, text: str, seconds_ago: int) -> None:
 
 
 @pytest.fixture
-def small(vault_dir: Path) -> Vault:
+def small(vault_dir: Path) -> AppState:
     aged(vault_dir, "Hub.md", "links [[Leaf]] and [[Ghost]]", 300)
     aged(vault_dir, "Leaf.md", "links back to [[Hub]]", 200)
     aged(vault_dir, "notes/Starter.md", "links [[Hub]] twice: [[Hub|the hub]]\nand [[Leaf]]", 100)
@@ -40,7 +40,7 @@ def small(vault_dir: Path) -> Vault:
     return ops.open_vault(vault_dir)
 
 
-def test_unreferenced_beside_orphans(small: Vault) -> None:
+def test_unreferenced_beside_orphans(small: AppState) -> None:
     try:
         shape = ops.get_graph(small).shape
         assert shape is not None
@@ -55,7 +55,7 @@ def test_unreferenced_beside_orphans(small: Vault) -> None:
         small.close()
 
 
-def test_list_pages_shows_and_sorts_by_modification_time(small: Vault) -> None:
+def test_list_pages_shows_and_sorts_by_modification_time(small: AppState) -> None:
     try:
         by_slug = ops.list_pages(small, include_placeholders=True)
         assert [p.slug for p in by_slug.pages] == [
@@ -86,7 +86,7 @@ def test_list_pages_shows_and_sorts_by_modification_time(small: Vault) -> None:
         small.close()
 
 
-def test_backlinks_are_one_row_per_line(small: Vault) -> None:
+def test_backlinks_are_one_row_per_line(small: AppState) -> None:
     try:
         found = ops.get_backlinks(small, "Hub")
         assert [(b.slug, b.line, b.links) for b in found.linked] == [

@@ -15,7 +15,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from helpers import assert_matches_fresh, text
-from lore_mcp import vault
+from lore_mcp import vault_ops
 from rawpipe import server_env
 
 pytestmark = pytest.mark.anyio
@@ -87,11 +87,11 @@ async def test_two_servers_on_one_vault_lose_nothing(vault_dir: Path) -> None:
             assert shapes[0]["pages"] == 2 * PAGES
             assert shapes[0]["placeholders"] == 2  # a-hub and b-hub
     assert a.seen > PAGES // 2 and b.seen > PAGES // 2
-    state = vault.open_vault(vault_dir)
+    state = vault_ops.open_vault(vault_dir)
     try:
         assert len(state.pages) == 2 * PAGES
         assert sorted(state.placeholders) == ["a-hub", "b-hub"]
-        page = vault.read_page(state, "a/page 7")
+        page = vault_ops.read_page(state, "a/page 7")
         assert [link.slug for link in page.links] == ["b/page-7", "a-hub"]
         assert [ref.slug for ref in page.backlinks] == ["b/page-7"]
         assert_matches_fresh(state)

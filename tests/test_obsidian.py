@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from conftest import write
 from helpers import assert_matches_fresh
-from lore_mcp import links, vault
+from lore_mcp import links, vault_ops
 from lore_mcp.markdown import parsed_regions, simple_regions
 from lore_mcp.slugs import slug_from_path
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -28,8 +28,8 @@ def tree(root: Path) -> dict[str, bytes]:
     }
 
 
-def resolved(opened: Vault, name: str) -> dict[str, str]:
-    return {link.target: link.slug for link in vault.read_page(opened, name).links}
+def resolved(opened: AppState, name: str) -> dict[str, str]:
+    return {link.target: link.slug for link in vault_ops.read_page(opened, name).links}
 
 
 # -- the reported cases -------------------------------------------------------------------------
@@ -40,10 +40,10 @@ def test_a_rename_rewrites_the_links_the_index_found_in_a_one_column_table(vault
     write(vault_dir, "Board 2.md", "Status |\n---\nOwner [[Alice|A]]\n")
     write(vault_dir, "Alice.md", "alice\n")
     write(vault_dir, "Bob.md", "bob\n")
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
         assert resolved(opened, "Board") == {"Alice": "alice", "Bob": "bob"}
-        renamed = vault.rename_page(opened, "Alice", "Alicia")
+        renamed = vault_ops.rename_page(opened, "Alice", "Alicia")
         assert renamed.links_rewritten == 2
         assert (
             vault_dir / "Board.md"
@@ -63,7 +63,7 @@ def test_dotted_names_are_pages_and_known_extensions_attachments(vault_dir: Path
         "Stack.md",
         "[[Node.js]] [[ASP.NET]] [[Dr.Who]] [[v1.10]] ![[chart.png]] [[data.csv]] [[Plan.pdf]]\n",
     )
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
         assert resolved(opened, "Stack") == {
             "Node.js": "node.js",
@@ -71,8 +71,8 @@ def test_dotted_names_are_pages_and_known_extensions_attachments(vault_dir: Path
             "Dr.Who": "dr.who",
             "v1.10": "v1.10",
         }
-        assert [b.slug for b in vault.get_backlinks(opened, "Node.js").linked] == ["stack"]
-        vault.rename_page(opened, "Node.js", "Deno")
+        assert [b.slug for b in vault_ops.get_backlinks(opened, "Node.js").linked] == ["stack"]
+        vault_ops.rename_page(opened, "Node.js", "Deno")
         assert (vault_dir / "Stack.md").read_text().startswith("[[Deno]] [[ASP.NET]]")
         assert not opened.placeholders  # no placeholder for the png, the pdf or the csv
     finally:
@@ -84,15 +84,15 @@ def test_markdown_links_are_links_and_keep_their_form_on_rename(vault_dir: Path)
     write(vault_dir, "notes/Idea.md", "idea\n")
     guide = "[plan](Project%20Plan.md), [idea](../notes/Idea.md#Why) [raw](<../Project Plan.md>) [web](https://x.org/a.md)\n"
     write(vault_dir, "docs/Guide.md", guide)
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
         assert resolved(opened, "Guide") == {
             "Project Plan.md": "project-plan",
             "../notes/Idea.md": "notes/idea",
             "../Project Plan.md": "project-plan",
         }
-        vault.rename_page(opened, "Project Plan", "Master Plan")
-        vault.rename_page(opened, "notes/Idea", "ideas/Big Idea")
+        vault_ops.rename_page(opened, "Project Plan", "Master Plan")
+        vault_ops.rename_page(opened, "notes/Idea", "ideas/Big Idea")
         assert (vault_dir / "docs/Guide.md").read_text() == (
             "[plan](Master%20Plan.md), [idea](../ideas/Big%20Idea.md#Why) "
             "[raw](<../Master Plan.md>) [web](https://x.org/a.md)\n"
@@ -111,34 +111,34 @@ def test_frontmatter_is_properties_not_text(vault_dir: Path) -> None:
     )
     write(vault_dir, "Asker.md", "Ask for [[Assistance]]. The support page is useful.\n")
     write(vault_dir, "Broken.md", "---\naliases: [unclosed\n---\nbody\n")
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
-        page = vault.read_page(opened, "Help")
+        page = vault_ops.read_page(opened, "Help")
         assert page.aliases == ["Assistance", "Support page"]
         assert page.properties["date"] == "2024-01-02"
         assert set(page.tags) == {"help", "docs", "inline"}
         assert page.content.startswith("---\naliases:")  # the file as it is
         assert resolved(opened, "Asker") == {"Assistance": "help"}
-        assert [m.slug for m in vault.search_titles(opened, "assist").matches] == ["help"]
-        mentions = vault.get_backlinks(opened, "Help", include_unlinked=True).unlinked
+        assert [m.slug for m in vault_ops.search_titles(opened, "assist").matches] == ["help"]
+        mentions = vault_ops.get_backlinks(opened, "Help", include_unlinked=True).unlinked
         assert [(m.slug, m.line) for m in mentions or []] == [("asker", 1)]
-        assert vault.search(opened, "aliases").hits == []  # frontmatter is not searched
-        assert [h.slug for h in vault.search(opened, "#docs").hits] == ["help"]
-        assert [f.path for f in vault.doctor(opened).broken_properties] == ["Broken.md"]
+        assert vault_ops.search(opened, "aliases").hits == []  # frontmatter is not searched
+        assert [h.slug for h in vault_ops.search(opened, "#docs").hits] == ["help"]
+        assert [f.path for f in vault_ops.doctor(opened).broken_properties] == ["Broken.md"]
     finally:
         opened.close()
 
 
 def test_an_alias_captures_links_from_a_placeholder_and_releases_them(vault_dir: Path) -> None:
     write(vault_dir, "Asker.md", "See [[Helpdesk]].\n")
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
         assert "helpdesk" in opened.placeholders
-        vault.save_page(opened, "Support", "---\naliases: Helpdesk\n---\nwe help\n")
+        vault_ops.save_page(opened, "Support", "---\naliases: Helpdesk\n---\nwe help\n")
         assert resolved(opened, "Asker") == {"Helpdesk": "support"}
         assert "helpdesk" not in opened.placeholders
         assert_matches_fresh(opened)
-        vault.save_page(opened, "Support", "we help, no alias\n")
+        vault_ops.save_page(opened, "Support", "we help, no alias\n")
         assert resolved(opened, "Asker") == {"Helpdesk": "helpdesk"}
         assert_matches_fresh(opened)
     finally:
@@ -150,9 +150,9 @@ def test_renames_that_keep_the_slug_still_rewrite_names_that_no_longer_match(
 ) -> None:
     write(vault_dir, "Project_Alpha.md", "alpha\n")
     write(vault_dir, "Team.md", "[[Project_Alpha]] and [[project_alpha|the project]]\n")
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
-        renamed = vault.rename_page(opened, "Project_Alpha", "Project Alpha")
+        renamed = vault_ops.rename_page(opened, "Project_Alpha", "Project Alpha")
         assert renamed.links_rewritten == 2
         assert (
             vault_dir / "Team.md"
@@ -169,12 +169,12 @@ def test_a_move_keeps_what_every_link_meant(vault_dir: Path) -> None:
     write(vault_dir, "User interface/Settings.md", "ui\n")
     write(vault_dir, "Help and support.md", "hs\n")
     write(vault_dir, "Users.md", "[[Settings]] and [[Help and support]]\n")
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
-        vault.rename_page(opened, "a/P", "b/P")
+        vault_ops.rename_page(opened, "a/P", "b/P")
         assert (vault_dir / "b/P.md").read_text() == "[[../a/Q]] and [[a/Security]]\n"
         assert resolved(opened, "b/P") == {"../a/Q": "a/q", "a/Security": "a/security"}
-        renamed = vault.rename_page(opened, "Help and support", "Settings")
+        renamed = vault_ops.rename_page(opened, "Help and support", "Settings")
         assert renamed.links_rewritten == 2
         assert (
             vault_dir / "Users.md"
@@ -187,9 +187,9 @@ def test_a_move_keeps_what_every_link_meant(vault_dir: Path) -> None:
 def test_a_page_appearing_where_a_link_waited_is_reported_not_rewritten(vault_dir: Path) -> None:
     write(vault_dir, "Old.md", "old\n")
     write(vault_dir, "Waiting.md", "[[New Name]]\n")
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
-        renamed = vault.rename_page(opened, "Old", "New Name")
+        renamed = vault_ops.rename_page(opened, "Old", "New Name")
         assert [(r.source, r.before, r.after) for r in renamed.retargeted] == [
             ("waiting", "new-name", "new-name")
         ] or renamed.retargeted == []
@@ -205,13 +205,13 @@ def test_an_unescaped_pipe_in_a_table_cell_is_an_alias(vault_dir: Path) -> None:
         "zh/同步.md",
         "| 功能 |\n|---|\n| [[版本历史|同步版本历史]] |\n| [[版本历史\\|历史]] |\n",
     )
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
-        assert [(k.target, k.slug) for k in vault.read_page(opened, "同步").links] == [
+        assert [(k.target, k.slug) for k in vault_ops.read_page(opened, "同步").links] == [
             ("版本历史", "zh/版本历史"),
             ("版本历史", "zh/版本历史"),
         ]
-        vault.rename_page(opened, "版本历史", "版本记录")
+        vault_ops.rename_page(opened, "版本历史", "版本记录")
         assert (vault_dir / "zh/同步.md").read_text() == (
             "| 功能 |\n|---|\n| [[版本记录|同步版本历史]] |\n| [[版本记录\\|历史]] |\n"
         )
@@ -367,14 +367,14 @@ def _realistic_vault(root: Path) -> None:
 
 def test_every_link_resolves_as_obsidian_resolves_it(vault_dir: Path) -> None:
     _realistic_vault(vault_dir)
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
         files = sorted(p for p in tree(vault_dir) if p.endswith(".md"))
         aliases = {
             _fold(alias): row.path
             for row in opened.index.pages.all()
             if row.path
-            for alias in vault.read_page(opened, "/" + row.path).aliases
+            for alias in vault_ops.read_page(opened, "/" + row.path).aliases
         }
         checked = 0
         for rel in files:
@@ -386,7 +386,9 @@ def test_every_link_resolves_as_obsidian_resolves_it(vault_dir: Path) -> None:
                 ):
                     continue
                 expected = obsidian_resolve(link.target, rel, files, aliases)
-                ours = {k.target: k for k in vault.read_page(opened, "/" + rel).links}[link.target]
+                ours = {k.target: k for k in vault_ops.read_page(opened, "/" + rel).links}[
+                    link.target
+                ]
                 assert ours.exists == (expected is not None), (rel, link.target)
                 if expected is not None:
                     assert ours.slug == slug_from_path(expected), (rel, link.target)
@@ -400,18 +402,18 @@ def test_every_link_resolves_as_obsidian_resolves_it(vault_dir: Path) -> None:
 def test_renaming_the_most_linked_pages_and_back_restores_every_byte(vault_dir: Path) -> None:
     _realistic_vault(vault_dir)
     before = tree(vault_dir)
-    opened = vault.open_vault(vault_dir)
+    opened = vault_ops.open_vault(vault_dir)
     try:
-        shape = vault.get_graph(opened).shape
+        shape = vault_ops.get_graph(opened).shape
         assert shape is not None
         for linked in shape.most_linked[:5]:
-            page = vault.read_page(opened, linked.slug)
+            page = vault_ops.read_page(opened, linked.slug)
             assert page.path is not None
             folder, _, stem = page.path[:-3].rpartition("/")
-            vault.rename_page(
+            vault_ops.rename_page(
                 opened, "/" + page.path, f"{folder}/Elsewhere/{stem} renamed".lstrip("/")
             )
-            vault.rename_page(
+            vault_ops.rename_page(
                 opened, f"{folder}/Elsewhere/{stem} renamed".lstrip("/"), "/" + page.path[:-3]
             )
             assert tree(vault_dir) == before, f"renaming {page.path} and back changed the tree"

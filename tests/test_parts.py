@@ -18,10 +18,10 @@ from pydantic import TypeAdapter
 from conftest import write
 from helpers import call, text
 from lore_mcp import budget, parts, render
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.models import PageView
 from lore_mcp.server import build_server
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 FANS = 300
 LIMIT = 2000
@@ -113,7 +113,7 @@ def test_reading_on_from_a_cut_gives_the_same_cuts(page: str, room: int) -> None
 
 
 @pytest.fixture(scope="module")
-def fans(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
+def fans(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppState]:
     """A vault where many pages link to 'Subject' (its backlinks), indexed once."""
     root = tmp_path_factory.mktemp("fans")
     for i in range(FANS):
@@ -140,7 +140,7 @@ def read_in_parts(read: Callable[[int, int], PageView]) -> list[PageView]:
     return found
 
 
-def reader(state: Vault, name: str, limit: int) -> Callable[[int, int], PageView]:
+def reader(state: AppState, name: str, limit: int) -> Callable[[int, int], PageView]:
     """Reads a part of the page `name` as the server does, checking it fits `limit`."""
 
     def read(offset: int, column: int) -> PageView:
@@ -153,7 +153,7 @@ def reader(state: Vault, name: str, limit: int) -> Callable[[int, int], PageView
     return read
 
 
-def check_round_trip(state: Vault, page: str, limit: int) -> list[PageView]:
+def check_round_trip(state: AppState, page: str, limit: int) -> list[PageView]:
     """Save `page`, read it in parts within `limit`, and save what the parts join to."""
     saved = engine.save_page(state, "Subject", page)
     found = read_in_parts(reader(state, "Subject", limit))
@@ -166,18 +166,20 @@ def check_round_trip(state: Vault, page: str, limit: int) -> list[PageView]:
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(page=pages())
-def test_random_pages_read_in_parts_are_the_file(fans: Vault, page: str) -> None:
+def test_random_pages_read_in_parts_are_the_file(fans: AppState, page: str) -> None:
     check_round_trip(fans, page, LIMIT)
 
 
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(page=pages(long_lines=30_000), limit=st.sampled_from([2000, 2500, 6000, 40_000]))
-def test_many_random_pages_read_in_parts_are_the_file(fans: Vault, page: str, limit: int) -> None:
+def test_many_random_pages_read_in_parts_are_the_file(
+    fans: AppState, page: str, limit: int
+) -> None:
     check_round_trip(fans, page, limit)
 
 
-def test_every_sample_page_reads_back_exactly(brain: Vault) -> None:
+def test_every_sample_page_reads_back_exactly(brain: AppState) -> None:
     """At the smallest limit, each page of the sample vault reads back to the byte."""
     for path in sorted(brain.root.rglob("*.md")):
         name = "/" + path.relative_to(brain.root).as_posix()
@@ -185,7 +187,7 @@ def test_every_sample_page_reads_back_exactly(brain: Vault) -> None:
         assert "".join(part.content for part in found) == path.read_text("utf-8"), name
 
 
-def test_the_text_comes_first(fans: Vault) -> None:
+def test_the_text_comes_first(fans: AppState) -> None:
     """A long line and many backlinks: the text is whole at the default limit, the
     backlinks are cut and counted; at 2000 the line is read in parts."""
     line = "word " * 5_000 + "end\n"
@@ -196,7 +198,7 @@ def test_the_text_comes_first(fans: Vault) -> None:
     assert len(found) > 10 and all(p.content.endswith(" ") for p in found[:-2])
 
 
-def test_each_part_lists_the_links_of_its_lines(fans: Vault) -> None:
+def test_each_part_lists_the_links_of_its_lines(fans: AppState) -> None:
     page = "".join(f"## Part {i}\n" + f"[[Topic {i}]] and words {'x' * 300}\n" for i in range(20))
     found = check_round_trip(fans, page, LIMIT)
     assert len(found) > 3
@@ -205,7 +207,7 @@ def test_each_part_lists_the_links_of_its_lines(fans: Vault) -> None:
     assert all(p.content.startswith("## Part") for p in found)
 
 
-def test_an_offset_inside_a_part_reads_on_from_there(fans: Vault) -> None:
+def test_an_offset_inside_a_part_reads_on_from_there(fans: AppState) -> None:
     engine.save_page(fans, "Subject", "one\r\ntwo\r\nthree")
     view = engine.read_page(fans, "Subject", 1, 2)
     assert (view.content, view.offset, view.column, view.total_lines) == ("o\r\nthree", 1, 2, 3)
@@ -216,7 +218,7 @@ def test_an_offset_inside_a_part_reads_on_from_there(fans: Vault) -> None:
 
 
 @pytest.fixture
-async def small(tmp_path: Path) -> AsyncIterator[tuple[Client, Vault]]:
+async def small(tmp_path: Path) -> AsyncIterator[tuple[Client, AppState]]:
     for i in range(40):
         write(tmp_path, f"Fan {i} with a longer name.md", "[[Subject]]\n")
     state = engine.open_vault(tmp_path)
@@ -225,7 +227,7 @@ async def small(tmp_path: Path) -> AsyncIterator[tuple[Client, Vault]]:
 
 
 @pytest.mark.anyio
-async def test_parts_through_the_tools(small: tuple[Client, Vault]) -> None:
+async def test_parts_through_the_tools(small: tuple[Client, AppState]) -> None:
     client, _ = small
     page = "\ufeff# Subject\r\n\r\n" + "長い行 [[Fan 2 with a longer name]] " * 400 + "\r\nend"
     saved = await call(client, "save_page", slug="Subject", content=page)

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from helpers import assert_matches_fresh
-from lore_mcp import vault as ops
+from lore_mcp import vault_ops as ops
 from lore_mcp.errors import LoreError
-from lore_mcp.vault import apply, sync
+from lore_mcp.vault_ops import apply, sync
 
 NAMES = [
     "Alpha",

@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters
 
 from conftest import BRAIN
 from helpers import call, text
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from rawpipe import server_env
 

@@ -12,7 +12,7 @@ from mcp import Client, MCPError
 from mcp.types import INVALID_PARAMS, TextResourceContents
 
 from conftest import write
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.server import PAGE_TEMPLATE, build_server
 
 pytestmark = pytest.mark.anyio

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import write
-from lore_mcp import vault as ops
+from lore_mcp import vault_ops as ops
 from lore_mcp.index import Index, PageRow, finder, terms
 from lore_mcp.index.search import HIGHLIGHT_MAX_BYTES
 from lore_mcp.index.stems import Stemmer
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 DOCS = {
     "Linking/Internal links.md": (
@@ -46,7 +46,7 @@ DOCS = {
 
 
 @pytest.fixture
-def docs(vault_dir: Path) -> Iterator[Vault]:
+def docs(vault_dir: Path) -> Iterator[AppState]:
     for rel, text in DOCS.items():
         write(vault_dir, rel, text)
     opened = ops.open_vault(vault_dir)
@@ -54,7 +54,7 @@ def docs(vault_dir: Path) -> Iterator[Vault]:
     opened.close()
 
 
-def slugs(vault: Vault, query: str, limit: int = 10) -> list[str]:
+def slugs(vault: AppState, query: str, limit: int = 10) -> list[str]:
     return [hit.slug for hit in ops.search(vault, query, limit).hits]
 
 
@@ -137,7 +137,7 @@ def test_any_query_is_safe(tmp_path: Path) -> None:
 # -- what matches, and in what order ----------------------------------------------------
 
 
-def test_questions_find_their_pages(docs: Vault) -> None:
+def test_questions_find_their_pages(docs: AppState) -> None:
     assert "linking/internal-links" in slugs(docs, "how do I link to a heading")[:3]
     assert "linking/embed-files" in slugs(docs, "How do I embed a PDF")[:3]
     assert slugs(docs, "embedding")[0] == "linking/embed-files"  # "embed", "embeds"
@@ -149,7 +149,7 @@ def test_questions_find_their_pages(docs: Vault) -> None:
     assert slugs(docs, "wikilinks") == ["linking/internal-links"]  # an alias
 
 
-def test_any_word_matches_and_pages_with_all_rank_first(docs: Vault) -> None:
+def test_any_word_matches_and_pages_with_all_rank_first(docs: AppState) -> None:
     hits = ops.search(docs, "heading outline zzzmissing").hits
     assert hits[0].slug == "editing/formatting"  # both words that the vault holds
     assert hits[0].score > 1.0 > hits[1].score > 0.0
@@ -194,7 +194,7 @@ def test_quoted_phrases_are_exact(vault_dir: Path) -> None:
         opened.close()
 
 
-def test_last_word_is_a_prefix(brain: Vault) -> None:
+def test_last_word_is_a_prefix(brain: AppState) -> None:
     # "placeh" is a word of one page (Search Tools quotes it): too few, so it is also
     # the start of "placeholder".
     assert slugs(brain, "placeh")[0] == "concepts/placeholders"
@@ -222,7 +222,7 @@ def test_chinese_and_japanese_words_inside_runs(vault_dir: Path) -> None:
 # -- snippets -----------------------------------------------------------------------
 
 
-def test_snippets_keep_markdown_whole(docs: Vault) -> None:
+def test_snippets_keep_markdown_whole(docs: AppState) -> None:
     hit = ops.search(docs, "encryption").hits[0]
     assert hit.slug == "sync/encryption"
     assert "****" not in hit.snippet and "**Encryption**" in hit.snippet

@@ -13,10 +13,10 @@ from mcp import Client
 
 from conftest import write
 from helpers import assert_matches_fresh, call, fails, ok, text
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.server import build_server, instructions
 from lore_mcp.tools import INTERNAL_ERROR
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +34,7 @@ TOOL_NAMES = {
 READ_ONLY = {"read_page", "list_pages", "search", "search_titles", "get_backlinks", "get_graph"}
 
 
-def connect(state: Vault, mode: str, watch: bool = False) -> Client:
+def connect(state: AppState, mode: str, watch: bool = False) -> Client:
     server = build_server(state, watch=watch)
     return Client(server, mode="legacy") if mode == "legacy" else Client(server)
 
@@ -363,7 +363,7 @@ async def test_tool_calls_run_off_the_event_loop(
     seen: list[threading.Thread] = []
     real = engine.read_page
 
-    def spy(vault: Vault, slug: str, offset: int = 0, column: int = 0) -> Any:
+    def spy(vault: AppState, slug: str, offset: int = 0, column: int = 0) -> Any:
         seen.append(threading.current_thread())
         return real(vault, slug, offset, column)
 

@@ -12,7 +12,7 @@ from mcp import Client, StdioServerParameters
 
 from conftest import write
 from helpers import call, environment, ok, run_cli, text
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 
 pytestmark = pytest.mark.anyio
 

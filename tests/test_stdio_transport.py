@@ -228,7 +228,7 @@ def test_a_huge_line_that_is_no_message_is_dropped_and_serving_goes_on(
 NOISY_SERVER = """
 import json, os, sys
 from pathlib import Path
-from lore_mcp import vault
+from lore_mcp import vault_ops
 from lore_mcp.config import setup_logging
 from lore_mcp.server import build_server, run_stdio
 
@@ -240,7 +240,7 @@ def shout() -> str:
     return "shouted"
 
 setup_logging("INFO")
-opened = vault.open_vault(Path(sys.argv[1]), scan=False)
+opened = vault_ops.open_vault(Path(sys.argv[1]), scan=False)
 server = build_server(opened)
 server.add_tool(shout)
 run_stdio(server, opened)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import fresh_snapshot, snapshot
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.watcher import start_watcher
 
 PAGES = 20_000

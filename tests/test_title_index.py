@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import write
-from lore_mcp import vault as ops
+from lore_mcp import vault_ops as ops
 from lore_mcp.index import Index, PageRow
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 _SLUG = st.text(alphabet="ab/-é記", min_size=1, max_size=6)
 # A placeholder's title is its link's target as written, NUL included.
@@ -108,7 +108,7 @@ def test_many_matches_give_the_first_by_slug() -> None:
 # -- search_titles ---------------------------------------------------------------------
 
 
-def _titles(vault: Vault, query: str, limit: int = 20) -> list[tuple[str, str]]:
+def _titles(vault: AppState, query: str, limit: int = 20) -> list[tuple[str, str]]:
     return [(m.slug, m.match) for m in ops.search_titles(vault, query, limit).matches]
 
 
@@ -146,7 +146,7 @@ def test_search_titles_orders_exact_then_prefix_then_substring_each_by_slug(
         state.close()
 
 
-def _queries(vault: Vault) -> dict[str, list[tuple[str, str]]]:
+def _queries(vault: AppState) -> dict[str, list[tuple[str, str]]]:
     return {q: _titles(vault, q) for q in ("alpha", "beta", "al", "ph", "notes", "alpah", "gam")}
 
 

@@ -15,9 +15,9 @@ from mcp import Client
 
 from conftest import write
 from helpers import assert_matches_fresh, fresh_snapshot, ok, snapshot
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.server import build_server
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 pytestmark = pytest.mark.anyio
 
@@ -53,7 +53,7 @@ def test_two_states_racing_on_one_page(vault_dir: Path) -> None:
     sent: set[str] = set()
     errors: list[BaseException] = []
 
-    def racer(state: Vault, who: str) -> None:
+    def racer(state: AppState, who: str) -> None:
         try:
             for i in range(40):
                 content = f"{who} {i} links [[{who} {i}]]\n"

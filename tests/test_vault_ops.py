@@ -10,7 +10,7 @@ import pytest
 
 from conftest import write
 from helpers import assert_matches_fresh, fresh_snapshot, snapshot
-from lore_mcp import vault as ops
+from lore_mcp import vault_ops as ops
 from lore_mcp.errors import (
     AmbiguousNameError,
     ContentTooLargeError,
@@ -22,12 +22,12 @@ from lore_mcp.errors import (
     UnsafePathError,
     VaultError,
 )
-from lore_mcp.vault import Vault, apply
+from lore_mcp.vault_ops import AppState, apply
 
 # -- opening and indexing ------------------------------------------------------------
 
 
-def test_brain_indexes_with_one_placeholder(brain: Vault) -> None:
+def test_brain_indexes_with_one_placeholder(brain: AppState) -> None:
     shape = ops.get_graph(brain).shape
     assert shape is not None
     assert shape.pages == 18
@@ -36,7 +36,7 @@ def test_brain_indexes_with_one_placeholder(brain: Vault) -> None:
     assert_matches_fresh(brain)
 
 
-def test_code_is_not_linked(brain: Vault) -> None:
+def test_code_is_not_linked(brain: AppState) -> None:
     page = ops.read_page(brain, "Link Syntax")
     targets = {link.target for link in page.links}
     assert "not-a-link" not in targets
@@ -44,7 +44,7 @@ def test_code_is_not_linked(brain: Vault) -> None:
     assert "not-a-link" not in brain.placeholders
 
 
-def test_bare_name_resolves_into_folder(brain: Vault) -> None:
+def test_bare_name_resolves_into_folder(brain: AppState) -> None:
     page = ops.read_page(brain, "Index")
     slugs = {link.target: link.slug for link in page.links}
     assert slugs["Slugs"] == "concepts/slugs"
@@ -101,7 +101,7 @@ def test_a_first_index_in_batches_matches_one_in_a_single_batch(
     assert fresh_snapshot(vault_dir) == in_batches
 
 
-def test_touched_but_unchanged_file_is_not_reparsed(state: Vault, vault_dir: Path) -> None:
+def test_touched_but_unchanged_file_is_not_reparsed(state: AppState, vault_dir: Path) -> None:
     path = write(vault_dir, "a.md", "[[b]]\n")
     ops.index_vault(state)
     os.utime(path, ns=(1, 1))
@@ -213,7 +213,7 @@ def test_renaming_a_page_hands_its_slug_to_the_file_it_shadowed(vault_dir: Path)
 # -- save -----------------------------------------------------------------------------
 
 
-def test_save_creates_file_with_the_name_as_typed(state: Vault, vault_dir: Path) -> None:
+def test_save_creates_file_with_the_name_as_typed(state: AppState, vault_dir: Path) -> None:
     result = ops.save_page(state, "notes/My Page", "# Hi\nSee [[Other Page]].\n")
     assert (result.slug, result.path, result.created) == ("notes/my-page", "notes/My Page.md", True)
     assert (vault_dir / "notes/My Page.md").read_text() == "# Hi\nSee [[Other Page]].\n"
@@ -222,7 +222,7 @@ def test_save_creates_file_with_the_name_as_typed(state: Vault, vault_dir: Path)
     assert_matches_fresh(state)
 
 
-def test_save_overwrites_by_any_spelling(state: Vault, vault_dir: Path) -> None:
+def test_save_overwrites_by_any_spelling(state: AppState, vault_dir: Path) -> None:
     ops.save_page(state, "notes/My Page", "one")
     for name in ("My Page", "my-page", "notes/My Page.md", "NOTES/MY PAGE"):
         result = ops.save_page(state, name, f"two {name}")
@@ -232,13 +232,13 @@ def test_save_overwrites_by_any_spelling(state: Vault, vault_dir: Path) -> None:
     assert pages == ["My Page.md"]
 
 
-def test_save_same_content_is_a_no_op(state: Vault) -> None:
+def test_save_same_content_is_a_no_op(state: AppState) -> None:
     ops.save_page(state, "a", "same")
     again = ops.save_page(state, "a", "same")
     assert again.unchanged and not again.created
 
 
-def test_placeholder_promotion_names_file_from_link_text(state: Vault, vault_dir: Path) -> None:
+def test_placeholder_promotion_names_file_from_link_text(state: AppState, vault_dir: Path) -> None:
     ops.save_page(state, "source", "A [[Trailing Slash]] link.\n")
     assert "trailing-slash" in state.placeholders
     result = ops.save_page(state, "trailing-slash", "now real")
@@ -249,7 +249,7 @@ def test_placeholder_promotion_names_file_from_link_text(state: Vault, vault_dir
     assert_matches_fresh(state)
 
 
-def test_new_page_captures_placeholder_links(state: Vault) -> None:
+def test_new_page_captures_placeholder_links(state: AppState) -> None:
     ops.save_page(state, "a", "[[foo]] and [[foo#Part|the foo]]")
     assert "foo" in state.placeholders
     ops.save_page(state, "projects/foo", "found")
@@ -258,7 +258,7 @@ def test_new_page_captures_placeholder_links(state: Vault) -> None:
     assert_matches_fresh(state)
 
 
-def test_placeholder_goes_when_last_link_goes(state: Vault) -> None:
+def test_placeholder_goes_when_last_link_goes(state: AppState) -> None:
     ops.save_page(state, "a", "[[ghost]]")
     ops.save_page(state, "b", "[[ghost]]")
     assert ops.save_page(state, "a", "none").placeholders_removed == []
@@ -267,7 +267,7 @@ def test_placeholder_goes_when_last_link_goes(state: Vault) -> None:
     assert_matches_fresh(state)
 
 
-def test_placeholder_title_is_the_first_written_link(state: Vault) -> None:
+def test_placeholder_title_is_the_first_written_link(state: AppState) -> None:
     ops.save_page(state, "b", "[[future PLAN]]")
     ops.save_page(state, "a", "[[Future Plan]]")
     page = ops.read_page(state, "future-plan")
@@ -275,7 +275,7 @@ def test_placeholder_title_is_the_first_written_link(state: Vault) -> None:
     assert [b.slug for b in page.backlinks] == ["a", "b"]
 
 
-def test_ambiguous_write_is_refused(state: Vault) -> None:
+def test_ambiguous_write_is_refused(state: AppState) -> None:
     ops.save_page(state, "a/x", "one")
     ops.save_page(state, "b/x", "two")
     with pytest.raises(AmbiguousNameError) as err:
@@ -308,14 +308,14 @@ def test_ambiguous_write_is_refused(state: Vault) -> None:
     ],
 )
 def test_bad_names_change_nothing(
-    state: Vault, vault_dir: Path, name: str, error: type[LoreError]
+    state: AppState, vault_dir: Path, name: str, error: type[LoreError]
 ) -> None:
     with pytest.raises(error):
         ops.save_page(state, name, "content")
     assert [p for p in vault_dir.rglob("*") if ".lore" not in p.parts] == []
 
 
-def test_bad_content_is_refused(state: Vault) -> None:
+def test_bad_content_is_refused(state: AppState) -> None:
     with pytest.raises(ContentTooLargeError):
         ops.save_page(state, "big", "x" * (state.max_content_bytes + 1))
     with pytest.raises(InvalidArgumentError):
@@ -325,7 +325,7 @@ def test_bad_content_is_refused(state: Vault) -> None:
     assert len(state.pages) == 0
 
 
-def test_self_link_and_nested_brackets(state: Vault) -> None:
+def test_self_link_and_nested_brackets(state: AppState) -> None:
     ops.save_page(state, "me", "I am [[me]] and [[[[[[deep]] and [[[[")
     page = ops.read_page(state, "me")
     assert [b.slug for b in page.backlinks] == ["me"]
@@ -335,7 +335,7 @@ def test_self_link_and_nested_brackets(state: Vault) -> None:
 # -- delete ---------------------------------------------------------------------------
 
 
-def test_delete_moves_to_trash_and_leaves_placeholder(state: Vault, vault_dir: Path) -> None:
+def test_delete_moves_to_trash_and_leaves_placeholder(state: AppState, vault_dir: Path) -> None:
     ops.save_page(state, "target", "body")
     ops.save_page(state, "linker", "[[target]]")
     result = ops.delete_page(state, "target")
@@ -350,7 +350,7 @@ def test_delete_moves_to_trash_and_leaves_placeholder(state: Vault, vault_dir: P
     assert_matches_fresh(state)
 
 
-def test_delete_placeholder_or_unknown_fails(state: Vault) -> None:
+def test_delete_placeholder_or_unknown_fails(state: AppState) -> None:
     ops.save_page(state, "a", "[[ghost]]")
     with pytest.raises(LoreError, match="placeholder"):
         ops.delete_page(state, "ghost")
@@ -358,7 +358,7 @@ def test_delete_placeholder_or_unknown_fails(state: Vault) -> None:
         ops.delete_page(state, "nothing")
 
 
-def test_delete_reresolves_ambiguous_links(state: Vault) -> None:
+def test_delete_reresolves_ambiguous_links(state: AppState) -> None:
     ops.save_page(state, "a/x", "one")
     ops.save_page(state, "b/x", "two")
     ops.save_page(state, "a/page", "[[x]]")
@@ -371,7 +371,7 @@ def test_delete_reresolves_ambiguous_links(state: Vault) -> None:
 # -- rename ---------------------------------------------------------------------------
 
 
-def test_rename_rewrites_exactly_the_links_to_it(state: Vault, vault_dir: Path) -> None:
+def test_rename_rewrites_exactly_the_links_to_it(state: AppState, vault_dir: Path) -> None:
     ops.save_page(state, "notes/Old Name", "# Top\n^blk\n")
     text = (
         "See [[Old Name]], [[old name|alias]], [[Old Name#Top]], [[Old Name^blk]],\n"
@@ -396,7 +396,7 @@ def test_rename_rewrites_exactly_the_links_to_it(state: Vault, vault_dir: Path) 
     assert_matches_fresh(state)
 
 
-def test_rename_keeps_links_that_still_resolve(state: Vault, vault_dir: Path) -> None:
+def test_rename_keeps_links_that_still_resolve(state: AppState, vault_dir: Path) -> None:
     ops.save_page(state, "a/Thing", "x")
     original = "Link [[Thing]] and [[a/Thing]].\n"
     ops.save_page(state, "linker", original)
@@ -407,7 +407,7 @@ def test_rename_keeps_links_that_still_resolve(state: Vault, vault_dir: Path) ->
     assert_matches_fresh(state)
 
 
-def test_rename_writes_shortest_unique_form(state: Vault, vault_dir: Path) -> None:
+def test_rename_writes_shortest_unique_form(state: AppState, vault_dir: Path) -> None:
     ops.save_page(state, "x/Target", "t")
     ops.save_page(state, "y/Other", "o")
     ops.save_page(state, "linker", "[[Target]]")
@@ -420,7 +420,7 @@ def test_rename_writes_shortest_unique_form(state: Vault, vault_dir: Path) -> No
     assert_matches_fresh(state)
 
 
-def test_rename_onto_existing_page_fails(state: Vault) -> None:
+def test_rename_onto_existing_page_fails(state: AppState) -> None:
     ops.save_page(state, "a", "1")
     ops.save_page(state, "b", "2")
     with pytest.raises(PageExistsError):
@@ -428,7 +428,7 @@ def test_rename_onto_existing_page_fails(state: Vault) -> None:
     assert sorted(state.pages) == ["a", "b"]
 
 
-def test_rename_self_links_and_case_change(state: Vault, vault_dir: Path) -> None:
+def test_rename_self_links_and_case_change(state: AppState, vault_dir: Path) -> None:
     ops.save_page(state, "loop", "[[loop]]")
     ops.rename_page(state, "loop", "Loop")
     assert (vault_dir / "Loop.md").read_text() == "[[loop]]"
@@ -438,7 +438,7 @@ def test_rename_self_links_and_case_change(state: Vault, vault_dir: Path) -> Non
     assert_matches_fresh(state)
 
 
-def test_rename_into_a_placeholder_slug_promotes(state: Vault) -> None:
+def test_rename_into_a_placeholder_slug_promotes(state: AppState) -> None:
     ops.save_page(state, "a", "[[Wanted]]")
     ops.save_page(state, "draft", "text")
     ops.rename_page(state, "draft", "Wanted")
@@ -450,20 +450,20 @@ def test_rename_into_a_placeholder_slug_promotes(state: Vault) -> None:
 # -- reading --------------------------------------------------------------------------
 
 
-def test_unknown_name_suggests_close_slugs(brain: Vault) -> None:
+def test_unknown_name_suggests_close_slugs(brain: AppState) -> None:
     with pytest.raises(PageNotFoundError) as err:
         ops.read_page(brain, "Link Resolutoin")
     assert "concepts/link-resolution" in err.value.suggestions
     assert "concepts/link-resolution" in str(err.value)
 
 
-def test_read_placeholder(brain: Vault) -> None:
+def test_read_placeholder(brain: AppState) -> None:
     page = ops.read_page(brain, "Roadmap")
     assert page.is_placeholder and page.content == "" and page.path is None
     assert {b.slug for b in page.backlinks} == {"open-questions", "concepts/placeholders"}
 
 
-def test_list_pages_paging_and_folders(brain: Vault) -> None:
+def test_list_pages_paging_and_folders(brain: AppState) -> None:
     first = ops.list_pages(brain, limit=5)
     assert first.total == 18 and len(first.pages) == 5 and first.next_offset == 5
     everything = ops.list_pages(brain, include_placeholders=True, limit=100)
@@ -474,7 +474,7 @@ def test_list_pages_paging_and_folders(brain: Vault) -> None:
     assert tools.pages and all(p.slug.startswith("tools/") for p in tools.pages)
 
 
-def test_list_pages_follows_saves_deletes_and_renames(brain: Vault) -> None:
+def test_list_pages_follows_saves_deletes_and_renames(brain: AppState) -> None:
     def listed(**options: Any) -> list[tuple[str, bool]]:
         listing = ops.list_pages(brain, limit=100, **options)
         assert listing.total == len(listing.pages)
@@ -492,7 +492,7 @@ def test_list_pages_follows_saves_deletes_and_renames(brain: Vault) -> None:
     assert [slug for slug, _ in listed()] == sorted(brain.pages)
 
 
-def test_search_ranks_titles_and_finds_cjk(brain: Vault) -> None:
+def test_search_ranks_titles_and_finds_cjk(brain: AppState) -> None:
     hits = ops.search(brain, "placeholders").hits
     assert hits[0].slug == "concepts/placeholders"
     assert "**" in hits[0].snippet
@@ -523,11 +523,11 @@ def test_search_ranks_titles_and_finds_cjk(brain: Vault) -> None:
         "[[x]]",
     ],
 )
-def test_search_never_raises_on_fts_syntax(brain: Vault, query: str) -> None:
+def test_search_never_raises_on_fts_syntax(brain: AppState, query: str) -> None:
     ops.search(brain, query)
 
 
-def test_search_titles_order(brain: Vault) -> None:
+def test_search_titles_order(brain: AppState) -> None:
     found = ops.search_titles(brain, "Slugs").matches
     assert found[0].slug == "concepts/slugs" and found[0].match == "exact"
     assert ops.search_titles(brain, "slug").matches[0].match == "prefix"
@@ -540,7 +540,7 @@ def test_search_titles_order(brain: Vault) -> None:
     assert roadmap[0].is_placeholder
 
 
-def test_backlinks_with_lines_and_unlinked_mentions(state: Vault) -> None:
+def test_backlinks_with_lines_and_unlinked_mentions(state: AppState) -> None:
     ops.save_page(state, "Graph", "the page")
     ops.save_page(state, "a", "intro\nsee [[Graph]] here\n")
     ops.save_page(state, "b", "The graph is big.\n`graph` in code\nparagraphs only\n")
@@ -551,7 +551,7 @@ def test_backlinks_with_lines_and_unlinked_mentions(state: Vault) -> None:
     assert ops.get_backlinks(state, "graph").unlinked is None
 
 
-def test_graph_neighbourhood(state: Vault) -> None:
+def test_graph_neighbourhood(state: AppState) -> None:
     ops.save_page(state, "a", "[[b]]")
     ops.save_page(state, "b", "[[c]]")
     ops.save_page(state, "c", "end")
@@ -577,7 +577,7 @@ def test_read_only_state_refuses_writes(vault_dir: Path) -> None:
 def test_a_pass_read_by_worker_processes_equals_one_read_here(
     vault_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lore_mcp.vault import files
+    from lore_mcp.vault_ops import files
 
     monkeypatch.setattr(files, "LARGE_PASS_FILES", 500)  # workers from 500 files, not 20,000
     count = 550

@@ -18,9 +18,9 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from conftest import write
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.models import SyncReport
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 from lore_mcp.watcher import (
     ATTEMPTS,
     MAX_DELAY,
@@ -52,7 +52,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
     return True
 
 
-def snapshot(state: Vault) -> Snapshot:
+def snapshot(state: AppState) -> Snapshot:
     """What the index and the in-memory graph hold, minus sizes and times."""
     with state.lock:
         pages = sorted((r.slug, r.title, r.path is None) for r in state.index.pages.all())
@@ -89,7 +89,7 @@ class Recorder:
     batches: list[list[str]] = field(default_factory=list)
     reports: list[SyncReport] = field(default_factory=list)
 
-    def __call__(self, state: Vault, paths: list[str]) -> SyncReport:
+    def __call__(self, state: AppState, paths: list[str]) -> SyncReport:
         self.batches.append(list(paths))
         report = engine.apply_external_changes(state, paths)
         self.reports.append(report)
@@ -102,7 +102,7 @@ class Recorder:
 @dataclass
 class Watched:
     root: Path
-    state: Vault
+    state: AppState
     recorder: Recorder
     watcher: VaultWatcher
     scratch: Path
@@ -120,7 +120,7 @@ Start = Callable[..., Watched]
 @pytest.fixture
 def watch(vault_dir: Path, tmp_path: Path) -> Iterator[Start]:
     """Seed the vault, open it and start a watcher that records its batches."""
-    opened: list[Vault] = []
+    opened: list[AppState] = []
 
     def start(
         seed: dict[str, str] | None = None, debounce: float = FAST, max_delay: float = MAX_DELAY
@@ -362,7 +362,7 @@ def test_apply_errors_are_logged_and_retried(
     real = w.recorder
     calls: list[list[str]] = []
 
-    def flaky(state: Vault, paths: list[str]) -> SyncReport:
+    def flaky(state: AppState, paths: list[str]) -> SyncReport:
         calls.append(paths)
         if len(calls) == 1:
             raise OSError("disk on fire")
@@ -377,18 +377,18 @@ def test_apply_errors_are_logged_and_retried(
 
 
 def test_persistent_errors_end_in_a_full_pass(
-    state: Vault, caplog: pytest.LogCaptureFixture
+    state: AppState, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A batch that keeps failing is tried a few times, then a pass over every file
     takes it in; the worker lives on for the next batch."""
     calls: list[list[str]] = []
     passes: list[SyncReport] = []
 
-    def broken(_state: Vault, paths: list[str]) -> None:
+    def broken(_state: AppState, paths: list[str]) -> None:
         calls.append(paths)
         raise RuntimeError("always broken")
 
-    def resync(opened: Vault) -> SyncReport:
+    def resync(opened: AppState) -> SyncReport:
         passes.append(engine.resync(opened))
         return passes[-1]
 
@@ -422,7 +422,7 @@ def test_falls_back_to_polling(watch: Start, caplog: pytest.LogCaptureFixture) -
 # -- events that never come ----------------------------------------------------------------
 
 
-def opened_with_an_unreported_edit(root: Path) -> Vault:
+def opened_with_an_unreported_edit(root: Path) -> AppState:
     """The seeded vault, indexed, then a page edited before any watcher looks."""
     for rel, text in SEED.items():
         write(root, rel, text)
@@ -437,7 +437,7 @@ class Passes:
 
     reports: list[SyncReport] = field(default_factory=list)
 
-    def __call__(self, state: Vault) -> SyncReport:
+    def __call__(self, state: AppState) -> SyncReport:
         self.reports.append(engine.resync(state))
         return self.reports[-1]
 
@@ -517,7 +517,7 @@ def new_threads(before: Iterable[threading.Thread]) -> list[str]:
     return [t.name for t in threading.enumerate() if t not in old and t.is_alive()]
 
 
-def test_stop_leaves_no_thread_and_is_idempotent(state: Vault) -> None:
+def test_stop_leaves_no_thread_and_is_idempotent(state: AppState) -> None:
     before = threading.enumerate()
     watcher = start_watcher(state, FAST)
     assert new_threads(before)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lore_mcp import __version__, commands, display_doctor
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.config import LOG_LEVELS, MIN_RESULT_CHARS, VAULT_ENV, setup_logging
 from lore_mcp.errors import LoreError, UsageError
 

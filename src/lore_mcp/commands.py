@@ -30,7 +30,7 @@ from rich.progress import (
 )
 
 from lore_mcp import __version__, audit, display, display_doctor
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.errors import InvalidArgumentError, UsageError
 from lore_mcp.models import DoctorReport, PageView
 
@@ -95,7 +95,7 @@ class _Source:
 
 
 def _call(
-    vault: engine.Vault, args: argparse.Namespace, content: str | None
+    vault: engine.AppState, args: argparse.Namespace, content: str | None
 ) -> BaseModel | _Source:
     """The one engine operation the command names."""
     match args.command:

@@ -1,6 +1,6 @@
 """The MCP server: the nine tools (see `tools`), pages as resources, and a lifespan.
 
-`build_server(vault)` takes a vault opened with `vault.open_vault(root, scan=False)` and
+`build_server(vault)` takes a vault opened with `vault_ops.open_vault(root, scan=False)` and
 owns it from then on: its lifespan indexes the vault in a background thread (so
 `initialize` is answered at once), starts the watcher, and closes the vault at exit.
 `run_stdio` serves it on stdin and stdout with the SDK's transport.
@@ -26,7 +26,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
 from lore_mcp import __version__
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.config import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from lore_mcp.errors import (
     InvalidArgumentError,
@@ -37,7 +37,7 @@ from lore_mcp.errors import (
     VaultBusyError,
 )
 from lore_mcp.tools import TOOLS, Served
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def _plainly(tool: str, error: ValidationError) -> str:
 
 
 def build_server(
-    vault: Vault, *, watch: bool = False, max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
+    vault: AppState, *, watch: bool = False, max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
 ) -> MCPServer[Served]:
     """An MCP server over `vault`, which it owns from now on: while it serves, the vault
     is indexed in the background and, with `watch`, watched; at exit it is closed.
@@ -125,7 +125,7 @@ def build_server(
     return server
 
 
-def _page_reader(vault: Vault) -> Callable[[str], str]:
+def _page_reader(vault: AppState) -> Callable[[str], str]:
     def page(slug: str) -> str:
         try:
             view = engine.read_page(vault, slug)
@@ -142,7 +142,7 @@ def _page_reader(vault: Vault) -> Callable[[str], str]:
     return page
 
 
-def instructions(vault: Vault) -> str:
+def instructions(vault: AppState) -> str:
     """Which vault, how many pages (as far as the index already knows), and the tools."""
     if vault.ready.is_set():
         size = f"{len(vault.pages)} pages"
@@ -178,7 +178,7 @@ def _lifespan(
     return lifespan
 
 
-def _prepare(vault: Vault, watch: bool, stop: threading.Event) -> None:
+def _prepare(vault: AppState, watch: bool, stop: threading.Event) -> None:
     """Start the watcher, then bring the index up to date (calls wait for `vault.ready`),
     waiting as long as it takes while another process writes the index."""
     if watch:
@@ -206,7 +206,7 @@ def _prepare(vault: Vault, watch: bool, stop: threading.Event) -> None:
         log.exception("indexing %s failed; serving what the index already holds", vault.root)
 
 
-def run_stdio(server: MCPServer[Served], vault: Vault) -> None:
+def run_stdio(server: MCPServer[Served], vault: AppState) -> None:
     """Serve `vault` (the one `server` was built on) on this process's stdin and stdout,
     with the SDK's transport, until stdin closes or SIGTERM or SIGINT asks for a stop."""
     try:
@@ -215,7 +215,7 @@ def run_stdio(server: MCPServer[Served], vault: Vault) -> None:
         log.info("the client closed its end of stdout; stopped serving")
 
 
-async def _serve_stdio(server: MCPServer[Served], vault: Vault) -> None:
+async def _serve_stdio(server: MCPServer[Served], vault: AppState) -> None:
     async with anyio.create_task_group() as tasks:
         if sys.platform != "win32":  # no signal receiver there; Ctrl-C still stops it
             tasks.start_soon(_stop_on_signal, tasks.cancel_scope, vault)
@@ -223,7 +223,7 @@ async def _serve_stdio(server: MCPServer[Served], vault: Vault) -> None:
         tasks.cancel_scope.cancel()
 
 
-async def _stop_on_signal(scope: anyio.CancelScope, vault: Vault) -> None:
+async def _stop_on_signal(scope: anyio.CancelScope, vault: AppState) -> None:
     """Stop the server on SIGTERM or SIGINT: its lifespan closes the vault as when
     stdin closes. The SDK reads stdin in a thread that nothing can wake but input, so
     once the vault is closed the process exits rather than wait for the client."""
@@ -235,13 +235,13 @@ async def _stop_on_signal(scope: anyio.CancelScope, vault: Vault) -> None:
             return
 
 
-def _exit_when_closed(vault: Vault) -> None:
+def _exit_when_closed(vault: AppState) -> None:
     vault.closed.wait()
     sys.stderr.flush()
     os._exit(0)
 
 
-def _shut_down(vault: Vault, worker: threading.Thread) -> None:
+def _shut_down(vault: AppState, worker: threading.Thread) -> None:
     worker.join()
     vault.close()
     log.info("closed the vault %s", vault.root)

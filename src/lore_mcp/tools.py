@@ -1,4 +1,4 @@
-"""The nine MCP tools, a thin layer over the engine (`lore_mcp.vault`).
+"""The nine MCP tools, a thin layer over the engine (`lore_mcp.vault_ops`).
 
 Each tool is a typed function: its docstring and type hints are its schema. It runs one
 vault operation in a worker thread and returns the result twice: as structured content
@@ -21,7 +21,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from lore_mcp import audit, budget, render
-from lore_mcp import vault as engine
+from lore_mcp import vault_ops as engine
 from lore_mcp.config import MAX_CONTENT_BYTES, MAX_NAME_CHARS, MAX_QUERY_CHARS
 from lore_mcp.edits import Mode
 from lore_mcp.errors import LoreError
@@ -37,7 +37,7 @@ from lore_mcp.models import (
     SearchResults,
     TitleMatches,
 )
-from lore_mcp.vault import Vault
+from lore_mcp.vault_ops import AppState
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class Served:
     """What every tool call can reach: the vault, the result size limit, and the id the
     audit log gives a stdio session (one process serves one)."""
 
-    vault: Vault
+    vault: AppState
     max_result_chars: int
     stdio_session: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -151,7 +151,7 @@ def _limit(what: str) -> Any:
 # -- the boundary -------------------------------------------------------------------------
 
 
-async def _call(ctx: Ctx, operation: Callable[[Vault], T]) -> T:
+async def _call(ctx: Ctx, operation: Callable[[AppState], T]) -> T:
     """Run a vault operation in a worker thread; its failures become isError results.
     A cancelled call lets go of the thread at once (the operation still finishes,
     under the vault's lock)."""

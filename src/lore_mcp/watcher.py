@@ -34,12 +34,12 @@ from watchdog.observers.polling import PollingObserver
 from watchdog.utils import UnsupportedLibcError
 
 from lore_mcp.slugs import is_hidden
-from lore_mcp.vault import Vault, apply_external_changes, changed_on_disk, resync
+from lore_mcp.vault_ops import AppState, apply_external_changes, changed_on_disk, resync
 
 log = logging.getLogger(__name__)
 
-Apply = Callable[[Vault, list[str]], object]
-Resync = Callable[[Vault], object]
+Apply = Callable[[AppState, list[str]], object]
+Resync = Callable[[AppState], object]
 ObserverFactory = Callable[[], BaseObserver]
 NATIVE_FIRST: tuple[ObserverFactory, ...] = (Observer, PollingObserver)
 POLLING_ONLY: tuple[ObserverFactory, ...] = (PollingObserver,)
@@ -108,7 +108,7 @@ class VaultWatcher:
 
     def __init__(
         self,
-        vault: Vault,
+        vault: AppState,
         apply: Apply,
         debounce: float,
         max_delay: float,
@@ -372,7 +372,7 @@ def _reporting_closes() -> tuple[type[BaseObserver], ...]:
 
 
 def start_watcher(
-    vault: Vault,
+    vault: AppState,
     debounce: float = 0.5,
     *,
     max_delay: float = MAX_DELAY,

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from lore_mcp.config import HISTORY_DIR, HISTORY_KEEP_DAYS, HISTORY_KEEP_VERSIONS, LORE_DIR
-from lore_mcp.vault.files import atomic_write, content_hash, fsync_dir
+from lore_mcp.vault_ops.files import atomic_write, content_hash, fsync_dir
 
 log = logging.getLogger(__name__)
 

@@ -1,22 +1,22 @@
 """The engine: every operation on a vault. The MCP server, the `lore` command line, the
 watcher and the tests all come through here, so the doors cannot drift apart."""
 
-from lore_mcp.vault.core import Vault
-from lore_mcp.vault.doctor import doctor
-from lore_mcp.vault.open import (
+from lore_mcp.vault_ops.core import AppState
+from lore_mcp.vault_ops.doctor import doctor
+from lore_mcp.vault_ops.open import (
     apply_external_changes,
     changed_on_disk,
     index_vault,
     open_vault,
     resync,
 )
-from lore_mcp.vault.pages import delete_page, read_page, read_source, save_page
-from lore_mcp.vault.queries import get_backlinks, get_graph, list_pages, search, search_titles
-from lore_mcp.vault.rename import rename_page
-from lore_mcp.vault.versions import page_history, restore_page
+from lore_mcp.vault_ops.pages import delete_page, read_page, read_source, save_page
+from lore_mcp.vault_ops.queries import get_backlinks, get_graph, list_pages, search, search_titles
+from lore_mcp.vault_ops.rename import rename_page
+from lore_mcp.vault_ops.versions import page_history, restore_page
 
 __all__ = [
-    "Vault",
+    "AppState",
     "apply_external_changes",
     "changed_on_disk",
     "delete_page",

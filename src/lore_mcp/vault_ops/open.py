@@ -23,9 +23,9 @@ from lore_mcp.errors import FileVanishedError, VaultError
 from lore_mcp.index import Patience
 from lore_mcp.models import SyncReport
 from lore_mcp.slugs import slug_from_path
-from lore_mcp.vault import apply, journal, sync
-from lore_mcp.vault.core import Vault, open_index
-from lore_mcp.vault.files import ignored, scan_files
+from lore_mcp.vault_ops import apply, journal, sync
+from lore_mcp.vault_ops.core import AppState, open_index
+from lore_mcp.vault_ops.files import ignored, scan_files
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ def open_vault(
     read_only: bool = False,
     progress: sync.Progress | None = None,
     readers: int = 0,
-) -> Vault:
+) -> AppState:
     """Open a vault: its index (rebuilt if missing, outdated or damaged) and, unless
     `scan` is false, an incremental index pass (see `index_vault`). With `scan` false
     that is left to `index_vault`, which a server runs in the background; operations
@@ -48,7 +48,7 @@ def open_vault(
     if not root.is_dir():
         raise VaultError(f"The vault folder {str(root)!r} does not exist or is not a folder.")
     root = root.resolve()
-    vault = Vault(root=root, index=open_index(root), read_only=read_only, readers=readers)
+    vault = AppState(root=root, index=open_index(root), read_only=read_only, readers=readers)
     if scan:
         try:
             index_vault(vault, progress)
@@ -59,7 +59,7 @@ def open_vault(
 
 
 def index_vault(
-    vault: Vault, progress: sync.Progress | None = None, patience: Patience | None = None
+    vault: AppState, progress: sync.Progress | None = None, patience: Patience | None = None
 ) -> SyncReport:
     """Bring the index up to date with the files (only changed files are parsed), then
     let operations run. While another process writes the index, the pass waits as long
@@ -102,7 +102,7 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def apply_external_changes(vault: Vault, rel_paths: Iterable[str]) -> SyncReport:
+def apply_external_changes(vault: AppState, rel_paths: Iterable[str]) -> SyncReport:
     """Apply edits made outside the server to the given files or folders. Idempotent:
     files whose size, time and content are unchanged cost a stat, at most a hash."""
     scope = [p.strip("/") for p in rel_paths if p.strip("/") and not ignored(p)]
@@ -110,14 +110,14 @@ def apply_external_changes(vault: Vault, rel_paths: Iterable[str]) -> SyncReport
         return sync.sync(vault, scope=scope)
 
 
-def resync(vault: Vault) -> SyncReport:
+def resync(vault: AppState) -> SyncReport:
     """The pass a start-up makes, over every file (a stat for those unchanged): for
     when file events were lost, or too many came to be worth sorting."""
     with writing(vault, check_read_only=False), _no_cycle_collection():
         return sync.sync(vault)
 
 
-def changed_on_disk(vault: Vault) -> list[str]:
+def changed_on_disk(vault: AppState) -> list[str]:
     """The page files whose size or modification time is not what the index holds,
     the new ones and the indexed ones that are gone: found by stat alone, with no write
     lock. Files the index passes over on purpose (a slug taken, no name, too large)
@@ -138,7 +138,7 @@ def changed_on_disk(vault: Vault) -> list[str]:
 
 
 @contextmanager
-def reading(vault: Vault) -> Iterator[None]:
+def reading(vault: AppState) -> Iterator[None]:
     """Around a read: the first index pass is done, the lock is held, and what other
     processes committed has been taken in."""
     vault.ready.wait()
@@ -152,7 +152,7 @@ def reading(vault: Vault) -> Iterator[None]:
 
 
 @contextmanager
-def writing(vault: Vault, check_read_only: bool = True) -> Iterator[None]:
+def writing(vault: AppState, check_read_only: bool = True) -> Iterator[None]:
     """Around a write: as `reading`, inside one write transaction of the index. On a
     failure the transaction rolls back, and the graph is loaded again if it changed."""
     if check_read_only and vault.read_only:

@@ -27,17 +27,17 @@ from lore_mcp.models import (
     VaultShape,
 )
 from lore_mcp.slugs import Key, name_key, slugify
-from lore_mcp.vault import names
-from lore_mcp.vault.core import Vault
-from lore_mcp.vault.open import reading
-from lore_mcp.vault.pages import read_text
+from lore_mcp.vault_ops import names
+from lore_mcp.vault_ops.core import AppState
+from lore_mcp.vault_ops.open import reading
+from lore_mcp.vault_ops.pages import read_text
 
 MAX_MENTION_PAGES = 200
 SHAPE_LIST_LIMIT = 50
 
 
 def list_pages(
-    vault: Vault,
+    vault: AppState,
     folder: str = "",
     include_placeholders: bool = False,
     offset: int = 0,
@@ -64,7 +64,7 @@ def list_pages(
         )
 
 
-def _summary(vault: Vault, slug: str, mtime_ns: int) -> PageSummary:
+def _summary(vault: AppState, slug: str, mtime_ns: int) -> PageSummary:
     node = vault.graph.node(slug)
     assert node is not None, slug
     return PageSummary(
@@ -88,7 +88,7 @@ def _check_query(query: str) -> None:
         raise InvalidArgumentError(f"Queries are limited to {MAX_QUERY_CHARS} characters.")
 
 
-def search(vault: Vault, query: str, limit: int = 10) -> SearchResults:
+def search(vault: AppState, query: str, limit: int = 10) -> SearchResults:
     """Full-text search, best first (see `lore_mcp.index.finder`). `#tag` words find
     the pages with that tag: alone they list them, beside other words they filter."""
     _check_query(query)
@@ -116,7 +116,7 @@ def search(vault: Vault, query: str, limit: int = 10) -> SearchResults:
         return SearchResults(query=query, hits=hits[:limit])
 
 
-def search_titles(vault: Vault, query: str, limit: int = 20) -> TitleMatches:
+def search_titles(vault: AppState, query: str, limit: int = 20) -> TitleMatches:
     """Pages by title or slug: exact, then prefix, then substring, then close spellings."""
     _check_query(query)
     with reading(vault):
@@ -146,13 +146,13 @@ def search_titles(vault: Vault, query: str, limit: int = 20) -> TitleMatches:
         )
 
 
-def _title_match(vault: Vault, slug: str, kind: str) -> TitleMatch:
+def _title_match(vault: AppState, slug: str, kind: str) -> TitleMatch:
     node = vault.graph.node(slug)
     assert node is not None, slug
     return TitleMatch(slug=slug, title=node.title, is_placeholder=node.is_placeholder, match=kind)  # type: ignore[arg-type]
 
 
-def get_backlinks(vault: Vault, name: str, include_unlinked: bool = False) -> Backlinks:
+def get_backlinks(vault: AppState, name: str, include_unlinked: bool = False) -> Backlinks:
     """Lines in other pages that link here (one row per line, with how many links to
     the page it holds); optionally lines that mention the title without linking."""
     with reading(vault):
@@ -175,7 +175,7 @@ def get_backlinks(vault: Vault, name: str, include_unlinked: bool = False) -> Ba
         return Backlinks(slug=slug, title=title, linked=linked, unlinked=unlinked)
 
 
-def _mentions(vault: Vault, slug: str, names_of: list[str]) -> list[Backlink]:
+def _mentions(vault: AppState, slug: str, names_of: list[str]) -> list[Backlink]:
     """Lines in other pages that name the page (by title or alias) without linking."""
     found: list[Backlink] = []
     sources = {
@@ -196,7 +196,7 @@ def _mentions(vault: Vault, slug: str, names_of: list[str]) -> list[Backlink]:
     return found
 
 
-def get_graph(vault: Vault, name: str | None = None, depth: int = 1) -> GraphResult:
+def get_graph(vault: AppState, name: str | None = None, depth: int = 1) -> GraphResult:
     """A page's neighbourhood to `depth` (1-3), or without a name, the vault's shape."""
     if not 1 <= depth <= 3:
         raise InvalidArgumentError("depth must be 1, 2 or 3.")
@@ -226,7 +226,7 @@ def get_graph(vault: Vault, name: str | None = None, depth: int = 1) -> GraphRes
         )
 
 
-def _shape(vault: Vault) -> VaultShape:
+def _shape(vault: AppState) -> VaultShape:
     graph = vault.graph
     orphans = graph.orphans()
     unreferenced = graph.unreferenced()

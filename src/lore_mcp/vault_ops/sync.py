@@ -17,9 +17,9 @@ from lore_mcp.config import LARGE_PASS_FILES
 from lore_mcp.index import FileStamp
 from lore_mcp.models import SyncReport
 from lore_mcp.slugs import slug_from_path
-from lore_mcp.vault.apply import Applied, apply
-from lore_mcp.vault.core import Vault
-from lore_mcp.vault.files import OtherFiles, Parsed, Stamp, inside, read_many, scan_files
+from lore_mcp.vault_ops.apply import Applied, apply
+from lore_mcp.vault_ops.core import AppState
+from lore_mcp.vault_ops.files import OtherFiles, Parsed, Stamp, inside, read_many, scan_files
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ Progress = Callable[[int, int], None]
 
 
 def sync(
-    vault: Vault, scope: Iterable[str] | None = None, progress: Progress | None = None
+    vault: AppState, scope: Iterable[str] | None = None, progress: Progress | None = None
 ) -> SyncReport:
     """Bring the index in line with the files: parse what changed, drop what is gone.
     With `scope` (vault-relative files or folders), only those paths are looked at.
@@ -48,7 +48,7 @@ def sync(
     )
 
 
-def sync_files(vault: Vault, paths: Iterable[str]) -> Applied:
+def sync_files(vault: AppState, paths: Iterable[str]) -> Applied:
     """Take in the files (or folders) a write just changed; the placeholders that made
     and removed."""
     return _sync(vault, paths, None).applied
@@ -64,7 +64,7 @@ class _Done:
     skipped: list[str]
 
 
-def _sync(vault: Vault, scope: Iterable[str] | None, progress: Progress | None) -> _Done:
+def _sync(vault: AppState, scope: Iterable[str] | None, progress: Progress | None) -> _Done:
     generation = vault.generation
     try:
         return _sync_unguarded(vault, scope, progress)
@@ -74,7 +74,9 @@ def _sync(vault: Vault, scope: Iterable[str] | None, progress: Progress | None) 
         raise
 
 
-def _sync_unguarded(vault: Vault, scope: Iterable[str] | None, progress: Progress | None) -> _Done:
+def _sync_unguarded(
+    vault: AppState, scope: Iterable[str] | None, progress: Progress | None
+) -> _Done:
     plan = _plan(vault, None if scope is None else sorted(set(scope)))
     counts: dict[str, int] = defaultdict(int)
     vanished: list[str] = []
@@ -121,7 +123,7 @@ class _Plan:
     unchanged: int  # files found unchanged by their stamps
 
 
-def _plan(vault: Vault, scope: list[str] | None) -> _Plan:
+def _plan(vault: AppState, scope: list[str] | None) -> _Plan:
     """Compare the files (all, or those under `scope`) with the index."""
     table = vault.index.pages
     if scope is None:
@@ -154,7 +156,7 @@ def _plan(vault: Vault, scope: list[str] | None) -> _Plan:
     return plan
 
 
-def _scan_scope(vault: Vault, scope: list[str]) -> tuple[dict[str, Stamp], dict[str, FileStamp]]:
+def _scan_scope(vault: AppState, scope: list[str]) -> tuple[dict[str, Stamp], dict[str, FileStamp]]:
     """The files under the given paths, and the index rows that lived there."""
     files: dict[str, Stamp] = {}
     for rel in scope:
@@ -183,7 +185,9 @@ def _stamp(root: Path, rel: str) -> Stamp | None:
     return Stamp.of(path.stat()) if path.is_file() else None
 
 
-def _winners(vault: Vault, named: dict[str, str], full: bool) -> tuple[dict[str, str], list[str]]:
+def _winners(
+    vault: AppState, named: dict[str, str], full: bool
+) -> tuple[dict[str, str], list[str]]:
     """One file per slug (the path that sorts first) of the files given as path -> slug;
     the others are recorded as shadowed."""
     by_slug: dict[str, list[str]] = defaultdict(list)
@@ -205,7 +209,7 @@ def _winners(vault: Vault, named: dict[str, str], full: bool) -> tuple[dict[str,
     return {slug: paths[0] for slug, paths in by_slug.items()}, skipped
 
 
-def forget(vault: Vault, rel_path: str) -> None:
+def forget(vault: AppState, rel_path: str) -> None:
     """Take a file that vanished mid-operation out of the index, in a transaction of its own."""
     with vault.index.write():
         sync(vault, scope=[rel_path])

@@ -30,25 +30,25 @@ from lore_mcp.models import (
     SaveResult,
 )
 from lore_mcp.slugs import parse_name, slug_from_path, title_from_path
-from lore_mcp.vault import apply, files, history, names, sync
-from lore_mcp.vault.core import Vault
-from lore_mcp.vault.open import reading, writing
+from lore_mcp.vault_ops import apply, files, history, names, sync
+from lore_mcp.vault_ops.core import AppState
+from lore_mcp.vault_ops.open import reading, writing
 
 
-def read_page(vault: Vault, name: str, offset: int = 0, column: int = 0) -> PageView:
+def read_page(vault: AppState, name: str, offset: int = 0, column: int = 0) -> PageView:
     """A page's text from line `offset` + 1, column `column` + 1 on (0, 0: all of it),
     exactly as in its file; its backlinks, and the links on the lines it shows. A
     placeholder reads as empty content plus who links to it."""
     return _read(vault, name, offset, column)[0]
 
 
-def read_source(vault: Vault, name: str) -> tuple[PageView, bytes | None]:
+def read_source(vault: AppState, name: str) -> tuple[PageView, bytes | None]:
     """The whole page as `read_page` gives it, and its file's bytes as they are (None
     for a placeholder), read together."""
     return _read(vault, name, 0, 0)
 
 
-def _read(vault: Vault, name: str, offset: int, column: int) -> tuple[PageView, bytes | None]:
+def _read(vault: AppState, name: str, offset: int, column: int) -> tuple[PageView, bytes | None]:
     with reading(vault):
         if (rel := names.passed_over(vault, name)) is not None:
             found = read_bytes(vault, rel)
@@ -119,7 +119,7 @@ def _view(
     )
 
 
-def outgoing(vault: Vault, slug: str) -> list[OutgoingLink]:
+def outgoing(vault: AppState, slug: str) -> list[OutgoingLink]:
     """The links written in a page, with where each resolves."""
     return [
         OutgoingLink(
@@ -133,7 +133,7 @@ def outgoing(vault: Vault, slug: str) -> list[OutgoingLink]:
     ]
 
 
-def read_bytes(vault: Vault, rel: str) -> bytes:
+def read_bytes(vault: AppState, rel: str) -> bytes:
     """A page file's bytes; the file must be there."""
     data = current_bytes(vault, rel)
     if data is None:
@@ -141,12 +141,12 @@ def read_bytes(vault: Vault, rel: str) -> bytes:
     return data
 
 
-def read_text(vault: Vault, rel: str) -> str:
+def read_text(vault: AppState, rel: str) -> str:
     """A page file's text (a byte-order mark dropped; bytes that are not UTF-8 replaced)."""
     return files.decode(read_bytes(vault, rel))[0].removeprefix("\ufeff")
 
 
-def current_bytes(vault: Vault, rel: str) -> bytes | None:
+def current_bytes(vault: AppState, rel: str) -> bytes | None:
     """What the file holds now; None when there is no file."""
     try:
         return (vault.root / rel).read_bytes()
@@ -165,7 +165,7 @@ def check_expected(rel: str, current: bytes | None, expected_hash: str | None) -
         raise ConflictError(rel, now)
 
 
-def encode(vault: Vault, content: str) -> bytes:
+def encode(vault: AppState, content: str) -> bytes:
     if "\x00" in content:
         raise InvalidArgumentError("Content cannot contain NUL bytes.")
     try:
@@ -179,7 +179,7 @@ def encode(vault: Vault, content: str) -> bytes:
     return data
 
 
-def check_inside(vault: Vault, rel: str) -> None:
+def check_inside(vault: AppState, rel: str) -> None:
     """A new file must land inside the vault, not through a folder symlink leading out."""
     existing = (vault.root / rel).parent
     while not existing.exists() and existing != vault.root:
@@ -201,7 +201,7 @@ class Write:
 
 
 def save_page(
-    vault: Vault,
+    vault: AppState,
     name: str,
     content: str,
     *,
@@ -249,7 +249,7 @@ def _editable(target: names.Target, current: bytes | None, edit: edits.Edit) -> 
         ) from None
 
 
-def _target(vault: Vault, name: str) -> names.Target:
+def _target(vault: AppState, name: str) -> names.Target:
     """The file a save of `name` writes; a file written outside and not indexed yet is
     taken in first."""
     target = names.for_writing(vault, name)
@@ -266,7 +266,7 @@ def _target(vault: Vault, name: str) -> names.Target:
 
 
 def write_page(
-    vault: Vault, target: names.Target, data: bytes, who: Write, expected_hash: str | None
+    vault: AppState, target: names.Target, data: bytes, who: Write, expected_hash: str | None
 ) -> SaveResult:
     """Put `data` in the target's file, unless it changed from `expected_hash`."""
     current = current_bytes(vault, target.rel)
@@ -275,7 +275,7 @@ def write_page(
 
 
 def _put(
-    vault: Vault, target: names.Target, current: bytes | None, data: bytes, who: Write
+    vault: AppState, target: names.Target, current: bytes | None, data: bytes, who: Write
 ) -> SaveResult:
     """Put `data` in the target's file, which holds `current`: keep what it replaces,
     write, take it in."""
@@ -324,7 +324,7 @@ def _put(
 
 
 def delete_page(
-    vault: Vault, name: str, *, door: str = "api", expected_hash: str | None = None
+    vault: AppState, name: str, *, door: str = "api", expected_hash: str | None = None
 ) -> DeleteResult:
     """Delete the page's file, its last version kept in the history, and drop it from
     index and graph. If other pages still link to it, it stays on as a placeholder."""

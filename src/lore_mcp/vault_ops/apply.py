@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from lore_mcp.index import LinkRow, PageRow
 from lore_mcp.slugs import Key, resolve, suffixes
-from lore_mcp.vault.core import Vault
-from lore_mcp.vault.files import Parsed
+from lore_mcp.vault_ops.core import AppState
+from lore_mcp.vault_ops.files import Parsed
 
 BATCH = 500  # pages written to the index at a time by a pass over many files
 RELOAD_OVER = 2000  # a change touching more pages than this loads the graph afresh
@@ -37,7 +37,7 @@ def placeholder_title(target: str) -> str:
 
 
 def apply(
-    vault: Vault,
+    vault: AppState,
     pages: Iterable[Parsed],
     removals: Iterable[str] = (),
     coming: Iterable[str] = (),
@@ -97,14 +97,14 @@ def _batches(pages: Iterable[Parsed]) -> Iterator[list[Parsed]]:
         yield batch
 
 
-def _resolved(vault: Vault, link: LinkRow) -> LinkRow:
+def _resolved(vault: AppState, link: LinkRow) -> LinkRow:
     resolved, ambiguous = resolve(
         vault.pages, vault.aliases, Key(link.key, link.exact), link.source
     )
     return link._replace(resolved=resolved, ambiguous=ambiguous)
 
 
-def _remove(vault: Vault, slugs: set[str], candidates: set[str]) -> set[str]:
+def _remove(vault: AppState, slugs: set[str], candidates: set[str]) -> set[str]:
     """Take pages out of the index; the pages whose links now lead elsewhere."""
     slugs = {slug for slug in slugs if slug in vault.pages}
     if not slugs:
@@ -122,7 +122,7 @@ def _remove(vault: Vault, slugs: set[str], candidates: set[str]) -> set[str]:
 
 
 def _reresolve(
-    vault: Vault, changed: set[str], candidates: set[str], alias_keys: Iterable[str] = ()
+    vault: AppState, changed: set[str], candidates: set[str], alias_keys: Iterable[str] = ()
 ) -> set[str]:
     """Resolve again every link whose target could mean something else now that the
     pages `changed` appeared or went, or the aliases `alias_keys` came or went; the
@@ -144,7 +144,7 @@ def _reresolve(
     return sources
 
 
-def _settle_placeholders(vault: Vault, candidates: set[str]) -> Applied:
+def _settle_placeholders(vault: AppState, candidates: set[str]) -> Applied:
     """A placeholder exists exactly where links lead and no page is; its title comes
     from the first link to it (by source slug, then line)."""
     applied = Applied()
@@ -171,7 +171,7 @@ def _settle_placeholders(vault: Vault, candidates: set[str]) -> Applied:
 
 
 def _update_graph(
-    vault: Vault, written: list[PageRow], touched: set[str], candidates: set[str]
+    vault: AppState, written: list[PageRow], touched: set[str], candidates: set[str]
 ) -> None:
     """Mirror a change in the graph: a large one by loading it afresh from the index."""
     if len(touched) + len(candidates) > RELOAD_OVER:
@@ -193,7 +193,7 @@ def _update_graph(
 # -- the graph from the index ---------------------------------------------------------------
 
 
-def load(vault: Vault) -> None:
+def load(vault: AppState) -> None:
     """Load the slug sets and the graph afresh from the index."""
     vault.stale = True  # until the load is complete
     vault.graph.clear()
@@ -213,7 +213,7 @@ def load(vault: Vault) -> None:
     vault.stale = False
 
 
-def refresh(vault: Vault) -> None:
+def refresh(vault: AppState) -> None:
     """Take in what other processes committed since this one last looked."""
     if vault.stale:
         load(vault)

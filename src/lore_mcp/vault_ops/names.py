@@ -23,8 +23,8 @@ from lore_mcp.slugs import (
     pick_candidate,
     slug_from_path,
 )
-from lore_mcp.vault.core import Vault
-from lore_mcp.vault.files import spelled_on_disk
+from lore_mcp.vault_ops.core import AppState
+from lore_mcp.vault_ops.files import spelled_on_disk
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class Target:
     indexed: bool = True  # False for a file passed over: another file holds its slug
 
 
-def for_reading(vault: Vault, name: str) -> tuple[str, list[str]]:
+def for_reading(vault: AppState, name: str) -> tuple[str, list[str]]:
     """The slug a read of `name` means, and what else it could have meant (slugs, and
     the files that share the chosen slug)."""
     parsed = parse_name(name)
@@ -56,12 +56,12 @@ def for_reading(vault: Vault, name: str) -> tuple[str, list[str]]:
     raise PageNotFoundError(name, suggest(vault, parsed.key))
 
 
-def sharing(vault: Vault, slug: str) -> list[str]:
+def sharing(vault: AppState, slug: str) -> list[str]:
     """The files passed over because the page `slug` holds their slug."""
     return [path for path, shadowed in vault.index.pages.shadowed() if shadowed == slug]
 
 
-def passed_over(vault: Vault, name: str) -> str | None:
+def passed_over(vault: AppState, name: str) -> str | None:
     """The file an explicit path names exactly, when it is one passed over for its slug."""
     parsed = parse_name(name)
     if not parsed.explicit or not (shared := sharing(vault, parsed.key.path)):
@@ -70,7 +70,7 @@ def passed_over(vault: Vault, name: str) -> str | None:
     return rel if rel in shared else None
 
 
-def for_writing(vault: Vault, name: str) -> Target:
+def for_writing(vault: AppState, name: str) -> Target:
     """The file a save of `name` writes: a page, a placeholder to fill, or a new file."""
     parsed = parse_name(name)
     slug = parsed.key.path
@@ -96,7 +96,7 @@ def for_writing(vault: Vault, name: str) -> Target:
     return Target(rel, slug_from_path(rel), exists=False)
 
 
-def existing(vault: Vault, name: str) -> Target:
+def existing(vault: AppState, name: str) -> Target:
     """The file a delete or rename of `name` acts on; it must be there."""
     target = for_writing(vault, name)
     if not target.exists:
@@ -104,7 +104,7 @@ def existing(vault: Vault, name: str) -> Target:
     return target
 
 
-def _page(vault: Vault, name: str, slug: str, explicit: bool = False) -> Target:
+def _page(vault: AppState, name: str, slug: str, explicit: bool = False) -> Target:
     """The page `slug` holds, unless other files share the slug and `name` is not the
     exact path of the one that holds it."""
     row = vault.index.pages.get(slug)
@@ -116,7 +116,7 @@ def _page(vault: Vault, name: str, slug: str, explicit: bool = False) -> Target:
     return Target(row.path, slug, exists=True)
 
 
-def _fill_path(vault: Vault, slug: str) -> str:
+def _fill_path(vault: AppState, slug: str) -> str:
     """The file a filled placeholder gets: named as its first link wrote it (made safe
     for a file name), in the folder of its slug, spelled as that folder is on disk."""
     row = vault.index.pages.get(slug)
@@ -130,7 +130,7 @@ def _fill_path(vault: Vault, slug: str) -> str:
     return spelled_on_disk(vault.root, file_path_for(f"{folder}/{title}" if folder else title))
 
 
-def suggest(vault: Vault, key: Key, count: int = 5, substrings: bool = True) -> list[str]:
+def suggest(vault: AppState, key: Key, count: int = 5, substrings: bool = True) -> list[str]:
     """Up to `count` existing slugs spelled like `key` (then, with `substrings`, those
     that contain it)."""
     last = key.path.rpartition("/")[2]

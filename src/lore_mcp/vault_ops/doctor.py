@@ -23,20 +23,20 @@ from lore_mcp.models import (
     Unresolved,
 )
 from lore_mcp.slugs import Key, slug_from_path
-from lore_mcp.vault import history
-from lore_mcp.vault.core import Vault
-from lore_mcp.vault.files import decode, scan_files
-from lore_mcp.vault.open import reading
+from lore_mcp.vault_ops import history
+from lore_mcp.vault_ops.core import AppState
+from lore_mcp.vault_ops.files import decode, scan_files
+from lore_mcp.vault_ops.open import reading
 
 
-def doctor(vault: Vault) -> DoctorReport:
+def doctor(vault: AppState) -> DoctorReport:
     """The vault's health: collisions, undecodable and unindexable files (errors);
     placeholders, ambiguous links and orphans (warnings)."""
     with reading(vault):
         return _diagnose(vault)
 
 
-def _diagnose(vault: Vault) -> DoctorReport:
+def _diagnose(vault: AppState) -> DoctorReport:
     pages = vault.index.pages.all()
     links = sorted(vault.index.links.all(), key=lambda k: (k.source, k.line, k.id))
     shadowed = vault.index.pages.shadowed()
@@ -81,7 +81,7 @@ def _diagnose(vault: Vault) -> DoctorReport:
     )
 
 
-def _broken_properties(vault: Vault, pages: list[PageRow]) -> list[UnindexedFile]:
+def _broken_properties(vault: AppState, pages: list[PageRow]) -> list[UnindexedFile]:
     """Pages whose frontmatter is not YAML that parses: they have no properties."""
     found = []
     for row in sorted(pages, key=lambda r: r.path or ""):

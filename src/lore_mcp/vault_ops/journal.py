@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lore_mcp.config import JOURNAL_FILE, LORE_DIR
 from lore_mcp.errors import VaultError
-from lore_mcp.vault.files import atomic_write, fsync_dir
+from lore_mcp.vault_ops.files import atomic_write, fsync_dir
 
 log = logging.getLogger(__name__)
 

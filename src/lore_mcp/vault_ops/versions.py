@@ -5,13 +5,13 @@ from __future__ import annotations
 from lore_mcp.errors import InvalidArgumentError, PageNotFoundError
 from lore_mcp.models import PageHistory, PageVersion, SaveResult
 from lore_mcp.slugs import parse_name, slug_from_path
-from lore_mcp.vault import history, names
-from lore_mcp.vault.core import Vault
-from lore_mcp.vault.open import reading, writing
-from lore_mcp.vault.pages import Write, write_page
+from lore_mcp.vault_ops import history, names
+from lore_mcp.vault_ops.core import AppState
+from lore_mcp.vault_ops.open import reading, writing
+from lore_mcp.vault_ops.pages import Write, write_page
 
 
-def page_history(vault: Vault, name: str) -> PageHistory:
+def page_history(vault: AppState, name: str) -> PageHistory:
     """The kept versions of the page `name` (which may be deleted), newest first."""
     with reading(vault):
         rel = _history_path(vault, name)
@@ -32,7 +32,7 @@ def page_history(vault: Vault, name: str) -> PageHistory:
         )
 
 
-def restore_page(vault: Vault, name: str, version: int = 1, *, door: str = "api") -> SaveResult:
+def restore_page(vault: AppState, name: str, version: int = 1, *, door: str = "api") -> SaveResult:
     """Put a kept version of a page back, through a save (so links and index follow, and
     the version it replaces is kept in turn)."""
     with writing(vault):
@@ -49,7 +49,7 @@ def restore_page(vault: Vault, name: str, version: int = 1, *, door: str = "api"
         )
 
 
-def _history_path(vault: Vault, name: str) -> str:
+def _history_path(vault: AppState, name: str) -> str:
     """The page file whose history `name` asks for: a page's file, or a file that has
     kept versions (a deleted page)."""
     try:

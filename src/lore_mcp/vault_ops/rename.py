@@ -34,15 +34,15 @@ from lore_mcp.slugs import (
     target_key,
     title_from_path,
 )
-from lore_mcp.vault import history, journal, names, sync
-from lore_mcp.vault.core import Vault
-from lore_mcp.vault.files import spelled_on_disk
-from lore_mcp.vault.open import writing
-from lore_mcp.vault.pages import check_expected, check_inside, read_bytes
+from lore_mcp.vault_ops import history, journal, names, sync
+from lore_mcp.vault_ops.core import AppState
+from lore_mcp.vault_ops.files import spelled_on_disk
+from lore_mcp.vault_ops.open import writing
+from lore_mcp.vault_ops.pages import check_expected, check_inside, read_bytes
 
 
 def rename_page(
-    vault: Vault,
+    vault: AppState,
     name: str,
     new_name: str,
     *,
@@ -130,7 +130,7 @@ class _Rewrite(NamedTuple):
 class _Rewrites:
     """The links a rename must rewrite, page by page."""
 
-    vault: Vault
+    vault: AppState
     old_slug: str
     old_rel: str
     new_rel: str

@@ -1,4 +1,4 @@
-"""The `Vault`: everything one process knows about one vault, built once when it opens."""
+"""The `AppState`: everything one process knows about one vault, built once when it opens."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from lore_mcp.errors import VaultError
 from lore_mcp.graph import LinkGraph
 from lore_mcp.index import Index
 from lore_mcp.slugs import Aliases, SlugSet
-from lore_mcp.vault.files import OtherFiles, content_hash
+from lore_mcp.vault_ops.files import OtherFiles, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class Stoppable(Protocol):
 
 
 @dataclass(eq=False)
-class Vault:
+class AppState:
     """The vault root, its index, the link graph, the slug sets links resolve against,
     and one lock. `ready` is set once the first index pass has finished; every
     operation waits for it."""
