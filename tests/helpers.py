@@ -22,20 +22,30 @@ from lore_mcp.vault_ops import AppState
 def snapshot(state: AppState) -> dict[str, Any]:
     """Everything the index and graph say about the vault, minus file timestamps."""
     with state.lock:
-        pages = sorted((r.slug, r.title, r.path, r.hash) for r in state.index.pages.all())
+        pages = sorted((r.key, r.title, r.path, r.hash) for r in state.index.pages.all())
         links = sorted(
-            (k.source, k.target, k.line, k.context, k.key, k.exact, k.resolved, k.ambiguous)
+            (
+                k.source,
+                k.target,
+                k.line,
+                k.context,
+                k.key,
+                k.exact,
+                k.resolved,
+                k.ambiguous,
+                k.loose,
+            )
             for k in state.index.links.all()
         )
-        nodes = sorted((n.slug, n.title, n.is_placeholder) for n in state.graph.nodes())
+        nodes = sorted((n.key, n.title, n.is_placeholder) for n in state.graph.nodes())
         return {
             "pages": pages,
             "links": links,
             "nodes": nodes,
             "edges": sorted(state.graph.edges()),
             "fts": state.index.search.documents(),
-            "page_slugs": sorted(state.pages),
-            "placeholder_slugs": sorted(state.placeholders),
+            "page_keys": sorted(state.pages),
+            "placeholder_keys": sorted(state.placeholders),
         }
 
 
@@ -57,9 +67,9 @@ def assert_matches_fresh(state: AppState) -> None:
     fresh = fresh_snapshot(state.root)
     for part in live:
         assert live[part] == fresh[part], f"{part} differs from a fresh index"
-    # In-memory slug sets mirror the graph and the index.
-    assert live["page_slugs"] == sorted(s for s, _, p in live["nodes"] if not p)
-    assert live["placeholder_slugs"] == sorted(s for s, _, p in live["nodes"] if p)
+    # The in-memory sets mirror the graph and the index.
+    assert live["page_keys"] == sorted(s for s, _, p in live["nodes"] if not p)
+    assert live["placeholder_keys"] == sorted(s for s, _, p in live["nodes"] if p)
 
 
 CALL_TIMEOUT = 30
@@ -122,3 +132,13 @@ def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         timeout=30,
         check=False,
     )
+
+
+def page_slugs(state: AppState) -> set[str]:
+    """The names tools show for the vault's pages (their slugs, or paths where slugs clash)."""
+    return {state.handle(key) for key in state.pages}
+
+
+def placeholder_slugs(state: AppState) -> set[str]:
+    """The names tools show for the vault's placeholders."""
+    return {state.handle(key) for key in state.placeholders}

@@ -7,7 +7,7 @@ import sys
 import threading
 from pathlib import Path
 
-from helpers import assert_matches_fresh, snapshot
+from helpers import assert_matches_fresh, placeholder_slugs, snapshot
 from lore_mcp import vault_ops as ops
 from lore_mcp.vault_ops import AppState
 
@@ -94,7 +94,7 @@ def test_two_processes_lose_no_write(vault_dir: Path) -> None:
     state = ops.open_vault(vault_dir)
     try:
         assert len(state.pages) == 2 * count
-        assert {"one-hub", "two-hub"} <= set(state.placeholders)
+        assert {"one-hub", "two-hub"} <= set(placeholder_slugs(state))
         assert ops.read_page(state, "one/page 7").alternatives == []
         assert_matches_fresh(state)
     finally:

@@ -19,7 +19,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from helpers import assert_matches_fresh, environment, snapshot, text
+from helpers import assert_matches_fresh, environment, page_slugs, snapshot, text
 from lore_mcp import audit
 from lore_mcp import vault_ops as ops
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
@@ -211,7 +211,7 @@ async def test_a_held_write_lock_splits_nothing(brain_dir: Path) -> None:
     state = ops.open_vault(brain_dir)
     try:
         assert not state.index.rebuilt
-        assert {"from-first", "from-second"} <= set(state.pages)
+        assert {"from-first", "from-second"} <= set(page_slugs(state))
         assert_matches_fresh(state)
     finally:
         state.close()

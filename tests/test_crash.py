@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import assert_matches_fresh
+from helpers import assert_matches_fresh, page_slugs
 from lore_mcp import vault_ops
 from lore_mcp.slugs import slug_from_path
 from rawpipe import RawServer
@@ -105,8 +105,8 @@ def test_sigkill_mid_save_never_tears_a_page(tmp_path: Path) -> None:
         leftovers = list(root.rglob(".lore-tmp-*"))
         state = vault_ops.open_vault(root)  # the restart
         try:
-            assert sorted(state.pages) == sorted(slug_from_path(rel) for rel in files)
-            assert not any(p.name in state.pages for p in leftovers)
+            assert sorted(page_slugs(state)) == sorted(slug_from_path(rel) for rel in files)
+            assert not any(p.name in page_slugs(state) for p in leftovers)
             assert_matches_fresh(state)
         finally:
             state.close()

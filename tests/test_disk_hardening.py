@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 
 from conftest import write
-from helpers import assert_matches_fresh, ok
+from helpers import assert_matches_fresh, ok, page_slugs, placeholder_slugs
 from helpers import fails as refused
 from lore_mcp import vault_ops
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR, MAX_FILE_BYTES
@@ -110,13 +110,13 @@ def test_huge_files_are_skipped_with_a_log_line(
     caplog.set_level(logging.WARNING, logger="lore_mcp")
     write(vault_dir, "Grows.md", "small for now, links [[Other]]\n")
     vault_ops.apply_external_changes(state, ["Grows.md"])
-    assert "grows" in state.pages
+    assert "grows" in page_slugs(state)
     with (vault_dir / "Grows.md").open("r+b") as handle:
         handle.truncate(MAX_FILE_BYTES + 1)
     with (vault_dir / "Born Huge.md").open("wb") as handle:
         handle.truncate(MAX_FILE_BYTES + 10)
     vault_ops.apply_external_changes(state, ["Grows.md", "Born Huge.md"])
-    assert sorted(state.pages) == []
+    assert sorted(page_slugs(state)) == []
     assert "skipping Grows.md" in caplog.text and "skipping Born Huge.md" in caplog.text
     assert "over the 20971520 byte limit" in caplog.text
     assert (vault_dir / "Grows.md").stat().st_size == MAX_FILE_BYTES + 1
@@ -130,7 +130,7 @@ def test_a_file_vanishing_before_a_read(state: AppState, vault_dir: Path) -> Non
     (vault_dir / "Gone Soon.md").unlink()  # behind the server's back: no watcher
     with pytest.raises(PageNotFoundError):
         vault_ops.read_page(state, "Gone Soon")
-    assert "gone-soon" in state.placeholders  # the read noticed, and the index agrees
+    assert "gone-soon" in placeholder_slugs(state)  # the read noticed, and the index agrees
     assert_matches_fresh(state)
 
 
@@ -212,7 +212,7 @@ async def test_a_save_never_writes_through_a_symlink_out(
 ) -> None:
     client, state = odd_vault
     outside = files(tmp_path / "outside")
-    assert "elsewhere/inner" not in state.pages
+    assert "elsewhere/inner" not in page_slugs(state)
     message = await refused(client, "save_page", slug="elsewhere/Planted", content="x")
     assert "outside the vault" in message
     message = await refused(client, "rename_page", slug="Target", new_name="elsewhere/Moved")
@@ -222,7 +222,7 @@ async def test_a_save_never_writes_through_a_symlink_out(
 
 async def test_a_save_never_replaces_a_skipped_file(odd_vault: tuple[Client, AppState]) -> None:
     client, state = odd_vault
-    assert "huge" in state.placeholders
+    assert "huge" in placeholder_slugs(state)
     before = files(state.root)
     assert "not indexed" in await refused(client, "save_page", slug="Huge", content="x")
     assert "not indexed" in await refused(client, "save_page", slug="Secret", content="x")

@@ -15,15 +15,17 @@ def test_page_links_skip_same_page_links_attachments_and_empty_targets() -> None
     text = "[[#Intro]] ![[chart.png]] [[..]]\n  [[./Sub/Note|alias]] and [[Other#Part]]  \n"
     context = "[[./Sub/Note|alias]] and [[Other#Part]]"
     assert files.page_links("folder/page", links.scan(text), None) == [
-        LinkRow("folder/page", "./Sub/Note", 2, context, "folder/sub/note", True, ""),
-        LinkRow("folder/page", "Other", 2, context, "other", False, ""),
+        LinkRow(
+            "folder/page", "./Sub/Note", 2, context, "folder/sub/note", True, "folder/sub/note", ""
+        ),
+        LinkRow("folder/page", "Other", 2, context, "other", False, "other", ""),
     ]
 
 
 def test_parse_gives_the_row_the_text_and_the_links() -> None:
     data = "\ufeff# Hi [[There]]\n".encode()
     parsed = files.parse("notes/My Page.md", data, len(data), 7)
-    assert parsed.row.slug == "notes/my-page" and parsed.row.title == "My Page"
+    assert parsed.row.key == "notes/My Page.md" and parsed.row.title == "My Page"
     assert (parsed.row.path, parsed.row.size, parsed.row.mtime_ns) == (
         "notes/My Page.md",
         len(data),

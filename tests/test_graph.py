@@ -14,7 +14,7 @@ def test_nodes_keep_their_title_and_flag() -> None:
     graph = LinkGraph()
     graph.set_node("a", "A", placeholder=False)
     graph.set_node("b", "B", placeholder=True)
-    graph.add_edges([("a", "b"), ("a", "c")])  # "c" has no title yet: its slug stands in
+    graph.add_edges([("a", "b"), ("a", "c")])  # "c" has no title yet: its key stands in
     assert graph.node("b") == Node("b", "B", True)
     assert graph.node("c") == Node("c", "c", False)
     assert graph.node("nowhere") is None
@@ -24,7 +24,7 @@ def test_nodes_keep_their_title_and_flag() -> None:
     assert graph.linking_to("b") == ["a"]
     graph.remove_node("a")
     graph.remove_node("a")  # gone already: nothing happens
-    assert sorted(n.slug for n in graph.nodes()) == ["b", "c"]
+    assert sorted(n.key for n in graph.nodes()) == ["b", "c"]
     assert graph.edge_count() == 0
 
 
@@ -75,7 +75,7 @@ def test_adding_edges_gives_the_graph_networkx_would_build(
     expected.add_edges_from(second)
 
     assert graph.edges() == set(expected.edges())
-    assert {node.slug for node in graph.nodes()} == set(expected.nodes)
+    assert {node.key for node in graph.nodes()} == set(expected.nodes)
     assert graph.edge_count() == expected.number_of_edges()
     for slug in expected.nodes:
         assert graph.linked_from(slug) == sorted(expected.successors(slug))

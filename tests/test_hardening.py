@@ -77,6 +77,8 @@ TRAVERSAL = "leaves the vault"
 ABSOLUTE = "absolute path"
 HIDDEN = "hidden file or folder"
 NO_LETTERS = "no letters or digits"
+NO_NAME = "does not name a page"
+NOT_ALLOWED = "Obsidian does not allow"
 BAD_NAMES: list[tuple[str, str]] = [
     ("../escape", TRAVERSAL),
     ("notes/../../escape", TRAVERSAL),
@@ -96,11 +98,8 @@ BAD_NAMES: list[tuple[str, str]] = [
     (".git/config", HIDDEN),
     ("notes/.obsidian/x", HIDDEN),
     (".hidden", HIDDEN),
-    ("   ", NO_LETTERS),
-    ("!!!", NO_LETTERS),
-    ("?*:<>|", NO_LETTERS),
-    ("---", NO_LETTERS),
-    ("./.", NO_LETTERS),
+    ("   ", NO_NAME),
+    ("./.", NO_NAME),
     ("a\x00b", "NUL"),
     ("", "at least 1 character"),
     ("bad\ud800name", "valid string"),
@@ -133,11 +132,7 @@ async def test_bad_names_are_refused_everywhere(
     before, index_before = files(state.root), snapshot(state)
     for tool, arguments in name_calls(name):
         message = await refused(client, tool, **arguments)
-        # As a new name, a blank one is "no name" rather than "no letters".
-        blank_new_name = arguments.get("new_name") == name and reason == NO_LETTERS
-        assert reason in message or (blank_new_name and "does not name a page" in message), (
-            f"{tool}: {message}"
-        )
+        assert reason in message, f"{tool}: {message}"
     assert files(state.root) == before
     assert snapshot(state) == index_before
     assert not (state.root.parent / "escape.md").exists()
@@ -148,16 +143,22 @@ async def test_bad_names_are_refused_everywhere(
     ("name", "reason"),
     [
         (LONG_SEGMENT, "longer than 200 characters"),
-        ("<.x", HIDDEN),  # a hidden file once the character files cannot hold is gone
-        ("\b.x", HIDDEN),
-        ("notes/<.x/page", HIDDEN),
+        ("<.x", NOT_ALLOWED),
+        ("\b.x", NO_LETTERS),  # a control character
+        ("notes/<.x/page", NOT_ALLOWED),
+        ("!!!", NO_LETTERS),  # an existing file may be so named; a new one may not
+        ("---", NO_LETTERS),
+        ("?*:<>|", NOT_ALLOWED),
+        ("C# [draft] ^1", NOT_ALLOWED),
     ],
     ids=repr,
 )
 async def test_names_only_a_write_refuses(
     served: tuple[Client, AppState], name: str, reason: str
 ) -> None:
-    """Reads look such names up (and find nothing); writes cannot make a file of them."""
+    """Reads look such names up (and find nothing); writes cannot make a new file of
+    them, and say what a name needs."""
+
     client, state = served
     before = files(state.root)
     assert "No page named" in await refused(client, "read_page", slug=name)
@@ -168,11 +169,16 @@ async def test_names_only_a_write_refuses(
 
 
 async def test_names_holding_link_syntax(served: tuple[Client, AppState]) -> None:
-    """`[ ] # ^ |` cannot stand in a [[link]], so new file names leave them out."""
+    """`[ ] # ^ |` cannot stand in a [[link]]: a new name holding them is refused with
+    one that can, and nothing is written."""
     client, state = served
-    saved = await ok(client, "save_page", slug="C# [draft] ^1", content="x")
-    assert saved["path"] == "C draft 1.md"
-    renamed = await ok(client, "rename_page", slug="Beta", new_name="0[")
+    before = files(state.root)
+    message = await refused(client, "save_page", slug="C# [draft] ^1", content="x")
+    assert "such as 'C draft 1'" in message
+    message = await refused(client, "rename_page", slug="Beta", new_name="0[")
+    assert "such as '0'" in message
+    assert files(state.root) == before
+    renamed = await ok(client, "rename_page", slug="Beta", new_name="0")
     assert renamed["path"] == "0.md"
     assert "[[0]]" in (state.root / "Home.md").read_text(encoding="utf-8")
     assert_matches_fresh(state)
@@ -183,8 +189,9 @@ async def test_a_name_that_collides(served: tuple[Client, AppState]) -> None:
     await ok(client, "save_page", slug="other/Alpha", content="second alpha\n")
     before = files(state.root)
     message = await refused(client, "save_page", slug="alpha", content="which one?")
-    assert "notes/alpha" in message and "other/alpha" in message
-    assert "notes/alpha" in await refused(client, "delete_page", slug="Alpha")
+    assert "notes/Alpha.md" in message and "other/Alpha.md" in message
+    assert "notes/Alpha.md" in await refused(client, "delete_page", slug="Alpha")
+
     message = await refused(client, "rename_page", slug="Home", new_name="notes/Alpha")
     assert "already exists" in message
     assert files(state.root) == before

@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, Implementation
 from starlette.types import Receive, Scope, Send
 
-from helpers import assert_matches_fresh, environment, run_cli, text
+from helpers import assert_matches_fresh, environment, placeholder_slugs, run_cli, text
 from lore_mcp import audit
 from lore_mcp import vault_ops as engine
 from lore_mcp.cli import main, mcp_main
@@ -329,7 +329,7 @@ async def test_concurrent_clients_lose_nothing(brain_dir: Path) -> None:
             assert page.read_text(encoding="utf-8") == page_content(client, n)
     state = engine.open_vault(brain_dir)
     try:
-        assert {f"c{c}-p{SAVES}" for c in range(CLIENTS)} <= set(state.placeholders)
+        assert {f"c{c}-p{SAVES}" for c in range(CLIENTS)} <= set(placeholder_slugs(state))
         assert_matches_fresh(state)
     finally:
         state.close()

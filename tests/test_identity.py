@@ -19,18 +19,17 @@ from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
 
 from conftest import write
-from helpers import assert_matches_fresh, environment, fails, ok
+from helpers import assert_matches_fresh, environment, fails, ok, page_slugs
 from lore_mcp import vault_ops
 from lore_mcp.cli import main as lore
 from lore_mcp.errors import (
-    AmbiguousNameError,
     ConflictError,
     LoreError,
     PageNotFoundError,
     VaultError,
 )
 from lore_mcp.server import build_server
-from lore_mcp.slugs import file_path_for, parse_name, slug_from_path, slugify
+from lore_mcp.slugs import new_file_path, parse_name, slug_from_path, slugify
 from lore_mcp.vault_ops import AppState, journal
 from lore_mcp.vault_ops import files as page_files
 
@@ -61,8 +60,10 @@ def files(root: Path) -> dict[str, bytes]:
 )
 def test_a_slug_keeps_what_a_file_name_may_hold(name: str, slug: str) -> None:
     assert slugify(name) == slug
-    # A new page's file is named so that its slug is the name's.
-    assert slug_from_path(file_path_for(name)) == parse_name(name).key.path
+    if any(char in name for char in ":[]#^|"):
+        return  # no new file may be so named (see test_hardening)
+    # A new page's file is named as given, so its slug is the name's.
+    assert slug_from_path(new_file_path(parse_name(name))) == parse_name(name).key.fold
 
 
 # -- the reproductions ------------------------------------------------------------------
@@ -147,9 +148,12 @@ async def test_placeholders_fill_by_their_own_slug_under_a_safe_file_name(
     assert (saved["path"], saved["promoted"]) == ("Projects/beta.md", True)
 
 
-async def test_a_colon_is_a_name_and_a_drive_is_refused(client: Client) -> None:
+async def test_a_colon_is_no_new_name_and_a_drive_is_refused(client: Client) -> None:
     for name in ("Q: x", "Re: x"):
-        assert (await ok(client, "save_page", slug=name, content="x\n"))["created"]
+        assert "Obsidian does not allow :" in await fails(
+            client, "save_page", slug=name, content="x\n"
+        )
+
     for drive in ("C:\\notes\\x", "C:/notes/x", "\\\\server\\share\\x"):
         assert "path on this machine" in await fails(client, "save_page", slug=drive, content="x")
 
@@ -163,18 +167,19 @@ def test_files_whose_slugs_collide_each_stay_readable_and_writable(vault_dir: Pa
     write(vault_dir, "my_page.md", "underscores\n")
     opened = vault_ops.open_vault(vault_dir)
     try:
-        page = vault_ops.read_page(opened, "my-page")
-        assert page.path == "My Page.md"
-        assert set(page.alternatives) == {"my-page.md", "my_page.md"}
-        with pytest.raises(AmbiguousNameError) as refused:
-            vault_ops.save_page(opened, "my page", "which one?")
-        assert set(refused.value.candidates) == {"My Page.md", "my-page.md", "my_page.md"}
-        other = vault_ops.read_page(opened, "my_page.md")
-        assert (other.content, other.passed_over_for) == ("underscores\n", "My Page.md")
+        # each name is the exact path of one file, and reaches that file alone
+        for name, text in [
+            ("my-page", "dashes\n"),
+            ("my page", "spaces\n"),
+            ("my_page", "underscores\n"),
+        ]:
+            page = vault_ops.read_page(opened, name)
+            assert (page.content, page.matched_by, page.alternatives) == (text, "path", [])
+        # no file has the slug as its handle: each is named by its path
+        assert sorted(page_slugs(opened)) == ["My Page.md", "my-page.md", "my_page.md"]
         vault_ops.save_page(opened, "my_page.md", "underscores, edited\n")
         assert (vault_dir / "my_page.md").read_text() == "underscores, edited\n"
         assert (vault_dir / "My Page.md").read_text() == "spaces\n"
-        assert vault_ops.doctor(opened).collisions
         vault_ops.delete_page(opened, "my-page.md")
         assert sorted(files(vault_dir)) == ["My Page.md", "my_page.md"]
         assert_matches_fresh(opened)
@@ -281,9 +286,11 @@ def test_a_stale_write_is_refused_and_changes_nothing(state: AppState, vault_dir
 def test_unknown_names_are_never_written_by_a_loose_match(state: AppState, vault_dir: Path) -> None:
     write(vault_dir, "C++.md", "plus\n")
     vault_ops.index_vault(state)
-    assert vault_ops.read_page(state, "C").path == "C++.md"  # a read may find it loosely
+    with pytest.raises(PageNotFoundError, match="c\\+\\+"):  # suggested, never used
+        vault_ops.read_page(state, "C")
     with pytest.raises(PageNotFoundError):
         vault_ops.delete_page(state, "C")
+
     assert files(vault_dir) == {"C++.md": b"plus\n"}
 
 

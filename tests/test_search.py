@@ -274,7 +274,7 @@ def test_common_words_take_a_window(vault_dir: Path) -> None:
 
         def search(query: str) -> list[str]:
             rows = finder.search(table, table.stemmer, query, 3, 13, limits=small)
-            return [row.slug for row in rows]
+            return [opened.handle(row.key) for row in rows]
 
         assert search("memory")[0] == "memory"  # named by it
         assert len(search("memory")) == 3

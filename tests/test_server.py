@@ -234,7 +234,7 @@ async def test_save_creates_then_overwrites(client: Client, brain_dir: Path) -> 
     created = await ok(client, "save_page", slug="notes/First Note", content="See [[Slugs]].\n")
     assert created["created"] is True and created["path"] == "notes/First Note.md"
     assert (brain_dir / "notes" / "First Note.md").read_text(encoding="utf-8") == "See [[Slugs]].\n"
-    again = await ok(client, "save_page", slug="first-note", content="See [[Slugs]].\n")
+    again = await ok(client, "save_page", slug="notes/first-note", content="See [[Slugs]].\n")
     assert again["unchanged"] is True and again["created"] is False
     changed = await call(client, "save_page", slug="First Note", content="Now [[Index]].\n")
     assert text(changed).startswith("Saved notes/first-note (notes/First Note.md): overwritten.")
@@ -266,12 +266,13 @@ async def test_ambiguous_write_lists_candidates(client: Client) -> None:
     await ok(client, "save_page", slug="a/Note", content="one")
     await ok(client, "save_page", slug="b/Note", content="two")
     message = await fails(client, "save_page", slug="note", content="three")
-    assert "a/note" in message and "b/note" in message
-    assert "a/note" in await fails(client, "delete_page", slug="Note")
-    assert "b/note" in await fails(client, "rename_page", slug="note", new_name="Other")
+    assert "a/Note.md" in message and "b/Note.md" in message
+    assert "a/Note.md" in await fails(client, "delete_page", slug="Note")
+    assert "b/Note.md" in await fails(client, "rename_page", slug="note", new_name="Other")
     read = await ok(client, "read_page", slug="note")
-    assert read["slug"] == "a/note" and read["alternatives"] == ["b/note"]
-    assert "also matches: b/note" in text(await call(client, "read_page", slug="note"))
+    assert read["slug"] == "a/note" and read["alternatives"] == ["b/Note.md"]
+    assert read["matched_by"] == "title"
+    assert "also matches: b/Note.md" in text(await call(client, "read_page", slug="note"))
 
 
 async def test_delete_keeps_the_last_version(client: Client, brain_dir: Path) -> None:

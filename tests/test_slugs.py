@@ -1,4 +1,4 @@
-"""Slugs, titles and resolution rules as plain functions."""
+"""Slugs, titles, names and Obsidian's resolution rules as plain functions."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 from lore_mcp.errors import InvalidNameError, UnsafePathError
 from lore_mcp.slugs import (
     CLOSE_CUTOFF,
-    Aliases,
     Key,
-    SlugSet,
-    file_path_for,
-    name_key,
+    PageSet,
+    Resolution,
+    new_file_path,
+    parse_name,
     resolve,
     slug_from_path,
     slugify,
@@ -21,6 +21,28 @@ from lore_mcp.slugs import (
     target_key,
     title_from_path,
 )
+
+
+def name_key(name: str) -> Key:
+    return parse_name(name).key
+
+
+def file_path_for(name: str) -> str:
+    return new_file_path(parse_name(name))
+
+
+class _Titles(PageSet):
+    """A page set answering close names by title, as the old slug set did."""
+
+    def close_names(self, word: str, count: int) -> list[tuple[float, str]]:
+        return self.close_titles(word, count)
+
+    def named(self, title: str) -> list[str]:
+        return self.with_slug_title(title)
+
+
+def _pages(slugs: list[str]) -> _Titles:
+    return _Titles(f"{slug}.md" for slug in slugs)
 
 
 @pytest.mark.parametrize(
@@ -55,12 +77,14 @@ def test_slug_and_title_from_path() -> None:
 
 
 def test_target_key_forms() -> None:
-    assert target_key("Folder\\My Page.md") == Key("folder/my-page", exact=False)
-    assert target_key("/Root Page") == Key("root-page", exact=True)
-    assert target_key("./sib", "a/b/page") == Key("a/b/sib", exact=True)
-    assert target_key("../up", "a/b/page") == Key("a/up", exact=True)
-    assert target_key("../../../x", "a/page") is None
+    assert target_key("Folder\\My Page.md") == Key("folder/my page", False, "folder/my-page")
+    assert target_key("/Root Page") == Key("root page", True, "root-page")
+    assert target_key("./sib", "a/b/page.md") == Key("a/b/sib", True, "a/b/sib")
+    assert target_key("../Up", "a/b/page.md") == Key("a/up", True, "a/up")
+    assert target_key("../../../x", "a/page.md") is None
     assert target_key("   ") is None
+    assert target_key("Q: Why?") == Key("q: why?", False, "q-why")
+    assert target_key("x.md.md") == Key("x", False, "x")  # never a page's own path
 
 
 def test_suffixes() -> None:
@@ -68,29 +92,50 @@ def test_suffixes() -> None:
 
 
 def test_resolution_rules() -> None:
-    pages = SlugSet(["foo", "a/bar", "b/bar", "a/b/bar", "x/long/only"])
-    assert resolve(pages, Aliases(), Key("foo", False), "elsewhere") == ("foo", False)
-    assert resolve(pages, Aliases(), Key("only", False), "elsewhere") == ("x/long/only", False)
-    assert resolve(pages, Aliases(), Key("bar", False), "b/page") == ("b/bar", True)
-    assert pages.matches(Key("bar", False)) == ["a/b/bar", "a/bar", "b/bar"]
-    assert resolve(pages, Aliases(), Key("bar", False), "elsewhere") == ("a/bar", True)
-    assert pages.matches(Key("b/bar", False)) == ["b/bar"]
-    assert resolve(pages, Aliases(), Key("b/bar", False), "elsewhere") == ("b/bar", False)
-    # No match: the link leads to its own path (a placeholder there).
-    assert pages.matches(Key("bar", True)) == []
-    assert resolve(pages, Aliases(), Key("bar", True), "elsewhere") == ("bar", False)
-    assert pages.matches(Key("nothing", False)) == []
-    assert resolve(pages, Aliases(), Key("a/nothing", False), "elsewhere") == ("a/nothing", False)
+    pages = PageSet(
+        ["foo.md", "a/bar.md", "b/bar.md", "a/b/bar.md", "x/long/only.md", "My Page.md"]
+    )
+
+    def where(target: str, source: str | None = "elsewhere.md") -> Resolution:
+        key = target_key(target, source)
+        assert key is not None
+        return resolve(pages, key, source)
+
+    assert where("foo") == Resolution("foo.md")
+    assert where("FOO") == Resolution("foo.md")  # case is ignored
+    assert where("only") == Resolution("x/long/only.md")
+    assert where("bar", "b/page.md") == Resolution("b/bar.md", ambiguous=True)  # its own folder
+    assert where("bar", "a/b/c/page.md") == Resolution("a/bar.md", ambiguous=True)  # shortest
+    assert pages.ending("bar") == ["a/b/bar.md", "a/bar.md", "b/bar.md"]
+    assert where("b/bar") == Resolution("b/bar.md")  # the exact path wins over a/b/bar.md
+    assert where("/bar") == Resolution("bar", placeholder=True)  # rooted: no such file
+    assert where("a/nothing") == Resolution("a/nothing", placeholder=True)
+    assert where("my_page") == Resolution("My Page.md", loose=True)  # only its slug form finds it
+
+
+def test_the_shortest_path_breaks_a_tie_not_the_fewest_folders() -> None:
+    pages = PageSet(["zzzz/Note.md", "a/b/Note.md"])
+    key = target_key("Note")
+    assert key is not None
+    assert resolve(pages, key, "top.md") == Resolution("a/b/Note.md", ambiguous=True)
+
+
+def test_handles_are_slugs_where_no_other_file_shares_them() -> None:
+    pages = PageSet(["notes/My Page.md", "My Page.md", "my-page.md", "C.md", "C++.md"])
+    assert pages.handle("notes/My Page.md") == "notes/my-page"
+    assert pages.handle("My Page.md") == "My Page.md"
+    assert pages.handle("my-page.md") == "my-page.md"
+    assert (pages.handle("C.md"), pages.handle("C++.md")) == ("c", "c++")
 
 
 def test_close_names_follow_changes_before_and_after_the_first_lookup() -> None:
-    index = SlugSet(["a/gardening", "b/gardening", "cooking"])
+    index = _pages(["a/gardening", "b/gardening", "cooking"])
     assert _names(index.close_names("gardenin", 3)) == ["gardening"]
-    index.add("c/gardener")
-    index.remove("a/gardening")
+    index.add("c/gardener.md")
+    index.remove("a/gardening.md")
     assert _names(index.close_names("gardenin", 3)) == ["gardening", "gardener"]
-    index.remove("b/gardening")  # the last page of that name: the name goes
-    index.add("cookery")
+    index.remove("b/gardening.md")  # the last page of that name: the name goes
+    index.add("cookery.md")
     assert _names(index.close_names("gardenin", 3)) == ["gardener"]
     assert _names(index.close_names("cookin", 3)) == ["cooking", "cookery"]
     assert index.named("gardening") == []
@@ -112,17 +157,17 @@ def test_close_names_kept_in_step_match_a_fresh_index(
 ) -> None:
     """Names added and removed after the first lookup give the same close names as a
     set built afresh from what is left, whatever the order they came in."""
-    index = SlugSet()
+    index = _Titles()
     index.close_names(word, 5)
     for adding, folder, name in changes:
-        (index.add if adding else index.remove)(folder + name)
-    fresh = SlugSet(sorted(index, reverse=True))
+        (index.add if adding else index.remove)(f"{folder}{name}.md")
+    fresh = _Titles(sorted(index, reverse=True))
     for count in (1, 2, 50):
         assert index.close_names(word, count) == fresh.close_names(word, count)
 
 
 def test_close_names_are_not_crowded_out_by_names_too_long_to_match() -> None:
-    index = SlugSet([f"gardne-and-a-long-tail-{i}" for i in range(70)] + ["notes/garden"])
+    index = _pages([f"gardne-and-a-long-tail-{i}" for i in range(70)] + ["notes/garden"])
     assert _names(index.close_names("gardne", 3)) == ["garden"]
 
 
@@ -155,13 +200,17 @@ def test_close_names_rate_by_the_longest_common_subsequence(
     CLOSE_CUTOFF alike; the closest first, ties by name, the same way every time."""
     similar = {(200 * _common_subsequence(word, n) / (len(word) + len(n)), n) for n in names}
     expected = sorted((p for p in similar if p[0] >= CLOSE_CUTOFF - 1e-9), reverse=True)[:count]
-    found = SlugSet(names).close_names(word, count)
+    names = [n for n in names if slugify(n) == n]  # close names are slugs' last segments
+    similar = {(score, n) for score, n in similar if n in names}
+    found = _pages(names).close_names(word, count)
+
+    expected = sorted((p for p in similar if p[0] >= CLOSE_CUTOFF - 1e-9), reverse=True)[:count]
     assert [name for _, name in found] == [name for _, name in expected]
     assert [score for score, _ in found] == pytest.approx([score for score, _ in expected])
 
 
 def test_close_names_forgive_a_typo_or_two() -> None:
-    names = SlugSet(["gardening", "gardener", "garden-party", "cooking", "a/kitchen"])
+    names = _pages(["gardening", "gardener", "garden-party", "cooking", "a/kitchen"])
     assert _names(names.close_names("gardnening", 2)) == ["gardening", "gardener"]
     assert _names(names.close_names("kitchne", 5)) == ["kitchen"]
     assert names.close_names("kitchen", 1) == [(100.0, "kitchen")]
@@ -170,11 +219,14 @@ def test_close_names_forgive_a_typo_or_two() -> None:
 
 def test_names_accept_titles_paths_and_slugs() -> None:
     # A bare name may be found in any folder; a path names exactly one place.
-    assert name_key("Acephale Pipeline") == Key("acephale-pipeline", False)
-    assert name_key("acephale/acephale-pipeline.md") == Key("acephale/acephale-pipeline", True)
-    assert name_key("./notes/x") == Key("notes/x", True)
-    assert name_key("/x") == Key("x", True)
-    assert name_key("Q: Why") == Key("q-why", False)  # a colon is a name, not a drive
+    assert name_key("Acephale Pipeline") == Key("acephale pipeline", False, "acephale-pipeline")
+    assert name_key("acephale/acephale-pipeline.md") == Key(
+        "acephale/acephale-pipeline", True, "acephale/acephale-pipeline"
+    )
+    assert name_key("./notes/x") == Key("notes/x", True, "notes/x")
+    assert name_key("/x") == Key("x", True, "x")
+    assert name_key("Q: Why") == Key("q: why", False, "q-why")  # a colon is a name, not a drive
+    assert parse_name("!!!").text == "!!!"  # an existing file may have any name
 
 
 @pytest.mark.parametrize(
@@ -196,17 +248,19 @@ def test_unsafe_names(name: str) -> None:
         name_key(name)
 
 
-@pytest.mark.parametrize("name", ["", "   ", "***", "a\x00", "x" * 1001])
+@pytest.mark.parametrize("name", ["", "   ", "./.", "a\x00", "x" * 1001, "x\ny"])
 def test_invalid_names(name: str) -> None:
     with pytest.raises(InvalidNameError):
         name_key(name)
 
 
-def test_file_path_keeps_spelling_and_drops_unportable_characters() -> None:
+def test_a_new_file_keeps_the_spelling_and_refuses_what_obsidian_refuses() -> None:
     assert file_path_for("notes/My Page") == "notes/My Page.md"
-    assert file_path_for("What: a <test>?") == "What a test.md"
     assert file_path_for("Page.md") == "Page.md"
-    with pytest.raises(InvalidNameError):
-        file_path_for("ok/???/x")
-    with pytest.raises(InvalidNameError):
-        file_path_for("y" * 300)
+    assert file_path_for("C++ (draft) v1.1.0") == "C++ (draft) v1.1.0.md"
+    for bad, suggestion in [("What: a <test>?", "What a test"), ("C#", "C"), ("x|y", "xy")]:
+        with pytest.raises(InvalidNameError, match=f"such as '{suggestion}'"):
+            file_path_for(bad)
+    for bad in ["ok/???/x", "y" * 300, "!!!", "a/---"]:
+        with pytest.raises(InvalidNameError):
+            file_path_for(bad)

@@ -1,4 +1,4 @@
-"""The names behind search_titles (each page's slug, last segment and title, in SQL),
+"""The names behind search_titles (each page's slug, its last segment, path and title, in SQL),
 against a look at every entry; and search_titles itself on real vaults."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from conftest import write
 from lore_mcp import vault_ops as ops
 from lore_mcp.index import Index, PageRow
+from lore_mcp.slugs import path_key, slug_from_path
 from lore_mcp.vault_ops import AppState
 
 _SLUG = st.text(alphabet="ab/-é記", min_size=1, max_size=6)
@@ -22,8 +23,9 @@ _TITLE = st.text(alphabet="aAb -é記\0", min_size=1, max_size=6)
 _PART = st.text(alphabet="ab/-é 記\0", min_size=1, max_size=4)
 
 
-def _keys(slug: str, title: str) -> set[str]:
-    return {slug, slug.rpartition("/")[2], title.lower()}
+def _keys(key: str, title: str) -> set[str]:
+    slug = slug_from_path(key)
+    return {slug, slug.rpartition("/")[2], path_key(key), title.lower()} - {""}
 
 
 def _scan(entries: dict[str, str], matches: str, part: str, limit: int) -> list[str]:
@@ -33,8 +35,8 @@ def _scan(entries: dict[str, str], matches: str, part: str, limit: int) -> list[
         "starting": lambda key: key.startswith(part),
         "containing": lambda key: part in key,
     }[matches]
-    found = [slug for slug, title in entries.items() if any(map(test, _keys(slug, title)))]
-    return sorted(found)[:limit]
+    found = [key for key, title in entries.items() if any(map(test, _keys(key, title)))]
+    return sorted(found, key=lambda key: (slug_from_path(key) or key, key))[:limit]
 
 
 def _ask(index: Index, matches: str, part: str, limit: int) -> list[str]:

@@ -14,7 +14,13 @@ import pytest
 from mcp import Client
 
 from conftest import write
-from helpers import assert_matches_fresh, fresh_snapshot, ok, snapshot
+from helpers import (
+    assert_matches_fresh,
+    fresh_snapshot,
+    ok,
+    placeholder_slugs,
+    snapshot,
+)
 from lore_mcp import vault_ops as engine
 from lore_mcp.server import build_server
 from lore_mcp.vault_ops import AppState
@@ -43,7 +49,7 @@ async def test_overlapping_saves_to_one_page(vault_dir: Path) -> None:
         for i in range(len(versions)):
             hits = (await ok(client, "search", query=f"token{i}x"))["hits"]
             assert [h["slug"] for h in hits] == (["contested"] if i == winner else [])
-        assert sorted(state.placeholders) == [f"link-{winner}"]
+        assert sorted(placeholder_slugs(state)) == [f"link-{winner}"]
         assert_matches_fresh(state)
 
 

@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 
 from conftest import write
-from helpers import assert_matches_fresh, fresh_snapshot, snapshot
+from helpers import assert_matches_fresh, fresh_snapshot, page_slugs, placeholder_slugs, snapshot
 from lore_mcp import vault_ops as ops
 from lore_mcp.errors import (
     AmbiguousNameError,
     ContentTooLargeError,
     InvalidArgumentError,
     InvalidNameError,
+    LooseNameError,
     LoreError,
     PageExistsError,
     PageNotFoundError,
@@ -41,7 +42,7 @@ def test_code_is_not_linked(brain: AppState) -> None:
     targets = {link.target for link in page.links}
     assert "not-a-link" not in targets
     assert "also-not-a-link" not in targets
-    assert "not-a-link" not in brain.placeholders
+    assert "not-a-link" not in placeholder_slugs(brain)
 
 
 def test_bare_name_resolves_into_folder(brain: AppState) -> None:
@@ -69,7 +70,7 @@ def test_reopen_is_incremental_and_never_writes_pages(brain_dir: Path) -> None:
     write(brain_dir, "New.md", "[[Index]]\n")
     report = ops.index_vault(again)
     assert (report.added, report.updated, report.removed) == (1, 1, 1)
-    assert "fresh-idea" in again.placeholders
+    assert "fresh-idea" in placeholder_slugs(again)
     assert_matches_fresh(again)
     again.close()
     after = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in before if p.exists()}
@@ -120,7 +121,7 @@ def test_dot_folders_and_symlinks_out_are_not_pages(vault_dir: Path, tmp_path: P
     outside = write(tmp_path, "outside.md", "secret")
     (vault_dir / "link.md").symlink_to(outside)
     st = ops.open_vault(vault_dir)
-    assert sorted(st.pages) == ["real"]
+    assert sorted(page_slugs(st)) == ["real"]
     st.close()
 
 
@@ -132,72 +133,80 @@ def test_invalid_utf8_is_indexed_as_far_as_it_decodes(vault_dir: Path) -> None:
     assert "menu" in page.content
     assert [link.slug for link in page.links] == ["other"]
     assert (vault_dir / "bad.md").read_bytes() == raw
-    row = st.index.pages.get("bad")
+    row = st.index.pages.get("bad.md")
     assert row is not None and row.bad_utf8
     st.close()
 
 
-def test_slug_collision_keeps_first_path(vault_dir: Path) -> None:
+def test_files_sharing_a_slug_are_two_pages(vault_dir: Path) -> None:
     write(vault_dir, "My Page.md", "upper")
     write(vault_dir, "my-page.md", "lower")
+    write(vault_dir, "Other.md", "[[My Page]] [[my-page]]")
     st = ops.open_vault(vault_dir)
-    page = ops.read_page(st, "my-page")
-    assert page.path == "My Page.md"
-    assert st.index.pages.shadowed() == [("my-page.md", "my-page")]
-    (vault_dir / "My Page.md").unlink()
-    ops.apply_external_changes(st, ["My Page.md"])
-    assert ops.read_page(st, "my-page").path == "my-page.md"
-    assert_matches_fresh(st)
-    st.close()
+    try:
+        assert sorted(st.pages) == ["My Page.md", "Other.md", "my-page.md"]
+        # neither has the slug as its handle: each is named by its path
+        assert sorted(page_slugs(st)) == ["My Page.md", "my-page.md", "other"]
+        assert ops.read_page(st, "My Page").content == "upper"
+        assert ops.read_page(st, "my-page").content == "lower"  # its exact path
+        assert [link.slug for link in ops.read_page(st, "Other").links] == [
+            "My Page.md",
+            "my-page.md",
+        ]
+        ops.save_page(st, "my-page.md", "lower, edited")
+        assert (vault_dir / "My Page.md").read_text() == "upper"
+        assert (vault_dir / "my-page.md").read_text() == "lower, edited"
+        assert_matches_fresh(st)
+    finally:
+        st.close()
 
 
-def test_a_reopen_settles_a_slug_between_a_new_file_and_an_unchanged_one(
-    vault_dir: Path,
-) -> None:
+def test_a_new_file_beside_one_of_the_same_slug_changes_nothing_of_it(vault_dir: Path) -> None:
     write(vault_dir, "My Page.md", "old")
     write(vault_dir, "Other.md", "[[My Page]]")
     ops.open_vault(vault_dir).close()
-    write(vault_dir, "MY PAGE.md", "new")  # sorts before "My Page.md": it takes the slug
+    write(vault_dir, "MY PAGE.md", "new")
     st = ops.open_vault(vault_dir, scan=False)
     try:
         report = ops.index_vault(st)
-        assert (report.added, report.updated, report.removed, report.unchanged) == (1, 0, 0, 1)
-        assert report.skipped == ["My Page.md: slug 'my-page' is taken by MY PAGE.md"]
-        assert ops.read_page(st, "my-page").content == "new"
-        assert st.index.pages.shadowed() == [("My Page.md", "my-page")]
+        assert (report.added, report.updated, report.removed, report.unchanged) == (1, 0, 0, 2)
+        assert report.skipped == []
+        assert ops.read_page(st, "My Page").content == "old"  # the exact case wins
+        assert ops.read_page(st, "MY PAGE").content == "new"
         assert_matches_fresh(st)
         st.close()
-        (vault_dir / "MY PAGE.md").unlink()  # the unchanged file gets its slug back
+        (vault_dir / "MY PAGE.md").unlink()
         st = ops.open_vault(vault_dir, scan=False)
         report = ops.index_vault(st)
-        assert (report.added, report.removed, report.unchanged, report.skipped) == (1, 0, 1, [])
-        assert ops.read_page(st, "my-page").content == "old"
-        assert st.index.pages.shadowed() == []
+        assert (report.added, report.removed, report.unchanged) == (0, 1, 2)
+        assert ops.read_page(st, "my-page").content == "old"  # its slug is its own again
         assert_matches_fresh(st)
     finally:
         st.close()
 
 
-def test_deleting_a_page_hands_its_slug_to_the_file_it_shadowed(vault_dir: Path) -> None:
+def test_deleting_a_page_leaves_the_page_of_the_same_slug(vault_dir: Path) -> None:
     write(vault_dir, "My Page.md", "upper")
     write(vault_dir, "my-page.md", "lower")
     write(vault_dir, "Other.md", "[[My Page]]")
     st = ops.open_vault(vault_dir)
     try:
-        with pytest.raises(AmbiguousNameError):  # the folded name means either file
-            ops.delete_page(st, "My Page")
-        deleted = ops.delete_page(st, "My Page.md")
+        deleted = ops.delete_page(st, "My Page")
         assert deleted.path == "My Page.md"
+        assert (vault_dir / "my-page.md").read_text() == "lower"
+        # Obsidian leaves [[My Page]] unresolved now; only its slug form still finds a page
+        [link] = ops.read_page(st, "Other").links
+        assert (link.slug, link.loose) == ("my-page", True)
+        assert link.note is not None and "[[my-page]]" in link.note
         assert (deleted.became_placeholder, deleted.placeholders_created) == (False, [])
         page = ops.read_page(st, "my-page")
         assert (page.path, page.content) == ("my-page.md", "lower")
-        assert st.index.pages.shadowed() == []
         assert_matches_fresh(st)
     finally:
         st.close()
 
 
-def test_renaming_a_page_hands_its_slug_to_the_file_it_shadowed(vault_dir: Path) -> None:
+def test_renaming_a_page_leaves_the_page_of_the_same_slug(vault_dir: Path) -> None:
     write(vault_dir, "My Page.md", "upper")
     write(vault_dir, "my-page.md", "lower")
     st = ops.open_vault(vault_dir)
@@ -222,14 +231,20 @@ def test_save_creates_file_with_the_name_as_typed(state: AppState, vault_dir: Pa
     assert_matches_fresh(state)
 
 
-def test_save_overwrites_by_any_spelling(state: AppState, vault_dir: Path) -> None:
+def test_save_overwrites_by_any_exact_name(state: AppState, vault_dir: Path) -> None:
     ops.save_page(state, "notes/My Page", "one")
-    for name in ("My Page", "my-page", "notes/My Page.md", "NOTES/MY PAGE"):
+    for name in ("My Page", "notes/my-page", "notes/My Page.md", "NOTES/MY PAGE", "/notes/My Page"):
         result = ops.save_page(state, name, f"two {name}")
         assert (result.slug, result.created) == ("notes/my-page", False)
-    assert (vault_dir / "notes/My Page.md").read_text() == "two NOTES/MY PAGE"
-    pages = [p.name for p in vault_dir.rglob("*.md") if ".lore" not in p.parts]
-    assert pages == ["My Page.md"]
+    assert (vault_dir / "notes/My Page.md").read_text() == "two /notes/My Page"
+    for loose in ("my-page", "my_page"):  # only the slug form matches: refused
+        with pytest.raises(LooseNameError, match="notes/My Page"):
+            ops.save_page(state, loose, "three")
+    # a path names exactly one place: a new file beside the page of the same slug
+    assert ops.save_page(state, "notes/my_page", "three").created
+    assert (vault_dir / "notes/My Page.md").read_text() == "two /notes/My Page"
+    pages = sorted(p.name for p in vault_dir.rglob("*.md") if ".lore" not in p.parts)
+    assert pages == ["My Page.md", "my_page.md"]
 
 
 def test_save_same_content_is_a_no_op(state: AppState) -> None:
@@ -240,20 +255,20 @@ def test_save_same_content_is_a_no_op(state: AppState) -> None:
 
 def test_placeholder_promotion_names_file_from_link_text(state: AppState, vault_dir: Path) -> None:
     ops.save_page(state, "source", "A [[Trailing Slash]] link.\n")
-    assert "trailing-slash" in state.placeholders
+    assert "trailing-slash" in placeholder_slugs(state)
     result = ops.save_page(state, "trailing-slash", "now real")
     assert result.promoted and result.path == "Trailing Slash.md"
     assert (vault_dir / "Trailing Slash.md").is_file()
-    assert "trailing-slash" not in state.placeholders
+    assert "trailing-slash" not in placeholder_slugs(state)
     assert ops.read_page(state, "source").links[0].exists
     assert_matches_fresh(state)
 
 
 def test_new_page_captures_placeholder_links(state: AppState) -> None:
     ops.save_page(state, "a", "[[foo]] and [[foo#Part|the foo]]")
-    assert "foo" in state.placeholders
+    assert "foo" in placeholder_slugs(state)
     ops.save_page(state, "projects/foo", "found")
-    assert "foo" not in state.placeholders
+    assert "foo" not in placeholder_slugs(state)
     assert [link.slug for link in ops.read_page(state, "a").links] == ["projects/foo"] * 2
     assert_matches_fresh(state)
 
@@ -263,7 +278,7 @@ def test_placeholder_goes_when_last_link_goes(state: AppState) -> None:
     ops.save_page(state, "b", "[[ghost]]")
     assert ops.save_page(state, "a", "none").placeholders_removed == []
     assert ops.save_page(state, "b", "none").placeholders_removed == ["ghost"]
-    assert "ghost" not in state.placeholders
+    assert "ghost" not in placeholder_slugs(state)
     assert_matches_fresh(state)
 
 
@@ -280,13 +295,13 @@ def test_ambiguous_write_is_refused(state: AppState) -> None:
     ops.save_page(state, "b/x", "two")
     with pytest.raises(AmbiguousNameError) as err:
         ops.save_page(state, "x", "three")
-    assert err.value.candidates == ["a/x", "b/x"]
+    assert err.value.candidates == ["a/x.md", "b/x.md"]
     with pytest.raises(AmbiguousNameError):
         ops.delete_page(state, "x")
     with pytest.raises(AmbiguousNameError):
         ops.rename_page(state, "x", "y")
     read = ops.read_page(state, "x")
-    assert read.slug == "a/x" and read.alternatives == ["b/x"]
+    assert read.slug == "a/x" and read.alternatives == ["b/x.md"]
 
 
 @pytest.mark.parametrize(
@@ -344,7 +359,7 @@ def test_delete_moves_to_trash_and_leaves_placeholder(state: AppState, vault_dir
     assert ops.read_page(state, "target").is_placeholder
     assert_matches_fresh(state)
     ops.delete_page(state, "linker")
-    assert "target" not in state.placeholders
+    assert "target" not in placeholder_slugs(state)
     with pytest.raises(PageNotFoundError):
         ops.read_page(state, "target")
     assert_matches_fresh(state)
@@ -385,7 +400,7 @@ def test_rename_rewrites_exactly_the_links_to_it(state: AppState, vault_dir: Pat
     assert (result.slug, result.path) == ("notes/new-name", "notes/New Name.md")
     assert result.rewritten == ["linker"] and result.links_rewritten == 6
     expected = (
-        "See [[New Name]], [[new name|alias]], [[New Name#Top]], [[New Name^blk]],\n"
+        "See [[New Name]], [[New Name|alias]], [[New Name#Top]], [[New Name^blk]],\n"
         "![[notes/New Name]] and [[Other]].\n"
         "`[[Old Name]]` in code\n"
         "```\n[[Old Name]]\n```\n"
@@ -425,7 +440,7 @@ def test_rename_onto_existing_page_fails(state: AppState) -> None:
     ops.save_page(state, "b", "2")
     with pytest.raises(PageExistsError):
         ops.rename_page(state, "a", "B")
-    assert sorted(state.pages) == ["a", "b"]
+    assert sorted(page_slugs(state)) == ["a", "b"]
 
 
 def test_rename_self_links_and_case_change(state: AppState, vault_dir: Path) -> None:
@@ -433,8 +448,8 @@ def test_rename_self_links_and_case_change(state: AppState, vault_dir: Path) -> 
     ops.rename_page(state, "loop", "Loop")
     assert (vault_dir / "Loop.md").read_text() == "[[loop]]"
     ops.rename_page(state, "loop", "Circle")
-    # written in lowercase, the link stays so: it names the page (case is ignored)
-    assert (vault_dir / "Circle.md").read_text() == "[[circle]]"
+    # a rewritten link takes the new name as it was given
+    assert (vault_dir / "Circle.md").read_text() == "[[Circle]]"
     assert_matches_fresh(state)
 
 
@@ -442,7 +457,7 @@ def test_rename_into_a_placeholder_slug_promotes(state: AppState) -> None:
     ops.save_page(state, "a", "[[Wanted]]")
     ops.save_page(state, "draft", "text")
     ops.rename_page(state, "draft", "Wanted")
-    assert "wanted" in state.pages and "wanted" not in state.placeholders
+    assert "wanted" in page_slugs(state) and "wanted" not in placeholder_slugs(state)
     assert ops.read_page(state, "a").links[0].exists
     assert_matches_fresh(state)
 
@@ -489,7 +504,7 @@ def test_list_pages_follows_saves_deletes_and_renames(brain: AppState) -> None:
     assert after == sorted([*before, ("tools/delta", True), ("tools/epsilon", False)])
     in_tools = [slug for slug, ph in after if slug.startswith("tools/") and not ph]
     assert listed(folder="tools") == [(slug, False) for slug in in_tools]
-    assert [slug for slug, _ in listed()] == sorted(brain.pages)
+    assert [slug for slug, _ in listed()] == sorted(page_slugs(brain))
 
 
 def test_search_ranks_titles_and_finds_cjk(brain: AppState) -> None:

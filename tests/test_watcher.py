@@ -18,6 +18,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from conftest import write
+from helpers import page_slugs, placeholder_slugs
 from lore_mcp import vault_ops as engine
 from lore_mcp.models import SyncReport
 from lore_mcp.vault_ops import AppState
@@ -55,16 +56,16 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
 def snapshot(state: AppState) -> Snapshot:
     """What the index and the in-memory graph hold, minus sizes and times."""
     with state.lock:
-        pages = sorted((r.slug, r.title, r.path is None) for r in state.index.pages.all())
-        nodes = sorted((n.slug, n.title, n.is_placeholder) for n in state.graph.nodes())
+        pages = sorted((r.key, r.title, r.path is None) for r in state.index.pages.all())
+        nodes = sorted((n.key, n.title, n.is_placeholder) for n in state.graph.nodes())
         links = sorted(
             (k.source, k.target, k.line, k.resolved, k.ambiguous) for k in state.index.links.all()
         )
         return (
             pages,
             nodes,
-            sorted(state.pages),
-            sorted(state.placeholders),
+            sorted(page_slugs(state)),
+            sorted(placeholder_slugs(state)),
             sorted(state.graph.edges()),
             sorted(state.index.links.edges()),
             links,
@@ -190,18 +191,18 @@ def test_collapse_drops_paths_inside_other_paths() -> None:
 
 def test_created_page_is_indexed_and_promotes_placeholder(watch: Start) -> None:
     w = watch(SEED)
-    assert "missing" in w.state.placeholders
+    assert "missing" in placeholder_slugs(w.state)
     write(w.root, "Missing.md", "Now it exists and links [[Home]].\n")
     w.converge()
-    assert "missing" in w.state.pages
+    assert "missing" in page_slugs(w.state)
 
 
 def test_edited_page_changes_links(watch: Start) -> None:
     w = watch(SEED)
     write(w.root, "Alpha.md", "Alpha now links [[notes/Delta]] and [[Brand New]].\n")
     w.converge()
-    assert "missing" not in w.state.placeholders
-    assert "brand-new" in w.state.placeholders
+    assert "missing" not in placeholder_slugs(w.state)
+    assert "brand-new" in placeholder_slugs(w.state)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="inotify reports a file closed")
@@ -214,7 +215,7 @@ def test_a_page_being_written_is_taken_in_once_closed(watch: Start) -> None:
         assert w.recorder.batches == []
         page.write(" Done]].\n")
     w.converge()
-    assert "half-done" in w.state.placeholders
+    assert "half-done" in placeholder_slugs(w.state)
 
 
 @pytest.mark.slow  # polling looks once a second
@@ -225,14 +226,14 @@ def test_polling_takes_in_an_edit_in_place(watch: Start) -> None:
     with (w.root / "Beta.md").open("a", encoding="utf-8") as page:
         page.write("And now [[Polled]].\n")
     w.converge()
-    assert "polled" in w.state.placeholders
+    assert "polled" in placeholder_slugs(w.state)
 
 
 def test_deleted_page_becomes_placeholder(watch: Start) -> None:
     w = watch(SEED)
     (w.root / "Beta.md").unlink()
     w.converge()
-    assert "beta" in w.state.placeholders
+    assert "beta" in placeholder_slugs(w.state)
 
 
 def test_renamed_page(watch: Start) -> None:
@@ -240,8 +241,8 @@ def test_renamed_page(watch: Start) -> None:
     (w.root / "Alpha.md").rename(w.root / "Aleph.md")
     w.converge()
     assert {"Alpha.md", "Aleph.md"} <= w.recorder.paths()
-    assert "aleph" in w.state.pages
-    assert "alpha" in w.state.placeholders
+    assert "aleph" in page_slugs(w.state)
+    assert "alpha" in placeholder_slugs(w.state)
 
 
 def test_moved_folder(watch: Start) -> None:
@@ -249,7 +250,7 @@ def test_moved_folder(watch: Start) -> None:
     (w.root / "archive").mkdir()
     (w.root / "notes").rename(w.root / "archive" / "notes")
     w.converge()
-    assert "archive/notes/deep/epsilon" in w.state.pages
+    assert "archive/notes/deep/epsilon" in page_slugs(w.state)
     assert "notes" in w.recorder.paths()
 
 
@@ -257,7 +258,7 @@ def test_deleted_folder(watch: Start) -> None:
     w = watch(SEED)
     shutil.rmtree(w.root / "notes")
     w.converge()
-    assert not [s for s in w.state.pages if s.startswith("notes/")]
+    assert not [s for s in page_slugs(w.state) if s.startswith("notes/")]
 
 
 def test_folder_moved_in_and_out(watch: Start, tmp_path: Path) -> None:
@@ -267,10 +268,10 @@ def test_folder_moved_in_and_out(watch: Start, tmp_path: Path) -> None:
     write(outside, "sub/Eta.md", "Eta.\n")
     outside.rename(w.root / "incoming")
     w.converge()
-    assert "incoming/sub/eta" in w.state.pages
+    assert "incoming/sub/eta" in page_slugs(w.state)
     (w.root / "notes").rename(tmp_path / "gone")
     w.converge()
-    assert "notes/gamma" in w.state.placeholders
+    assert "notes/gamma" in placeholder_slugs(w.state)
 
 
 def test_editor_atomic_replace(watch: Start) -> None:
@@ -322,7 +323,7 @@ def test_ignores_dot_folders_and_other_files(watch: Start) -> None:
         write(w.root, rel, "[[Home]]\n")
     write(w.root, "picture.png", "not a page")
     write(w.root, "Marker.md", "Marker.\n")
-    assert wait_until(lambda: "marker" in w.state.pages)
+    assert wait_until(lambda: "marker" in page_slugs(w.state))
     assert w.recorder.batches == [["Marker.md"]]
     w.converge()
 
@@ -347,7 +348,7 @@ def test_events_before_first_index_pass_are_applied_after(vault_dir: Path, tmp_p
         assert wait_until(lambda: "Away.md" in recorder.paths(), timeout=FAST * 5) is False
         engine.index_vault(state)
         Watched(vault_dir, state, recorder, watcher, tmp_path).converge()
-        assert "away" in state.pages
+        assert "away" in page_slugs(state)
     finally:
         state.close()
 
@@ -396,7 +397,7 @@ def test_persistent_errors_end_in_a_full_pass(
     write(state.root, "One.md", "one\n")
     assert wait_until(lambda: len(calls) >= ATTEMPTS)
     assert wait_until(lambda: bool(passes))
-    assert passes[0].added == 1 and "one" in state.pages
+    assert passes[0].added == 1 and "one" in page_slugs(state)
     assert "always broken" in caplog.text
     write(state.root, "Two.md", "two\n")
     assert wait_until(lambda: ["Two.md"] in calls)
@@ -416,7 +417,7 @@ def test_falls_back_to_polling(watch: Start, caplog: pytest.LogCaptureFixture) -
     write(w.root, "Iota.md", "Iota links [[Alpha]].\n")
     (w.root / "notes").rename(w.root / "moved")
     w.converge()
-    assert "moved/gamma" in w.state.pages
+    assert "moved/gamma" in page_slugs(w.state)
 
 
 # -- events that never come ----------------------------------------------------------------
@@ -453,7 +454,7 @@ def test_an_overflow_makes_a_full_pass(vault_dir: Path, tmp_path: Path) -> None:
         )
         Watched(vault_dir, state, recorder, watcher, tmp_path).converge()
         assert [r.updated for r in passes.reports] == [1] and recorder.batches == []
-        assert "unreported" in state.placeholders
+        assert "unreported" in placeholder_slugs(state)
     finally:
         state.close()
 
@@ -467,7 +468,7 @@ def test_the_periodic_check_takes_in_what_no_event_reported(
     try:
         Watched(vault_dir, state, recorder, watcher, tmp_path).converge()
         assert recorder.batches[0] == ["Alpha.md"]
-        assert "unreported" in state.placeholders
+        assert "unreported" in placeholder_slugs(state)
     finally:
         state.close()
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from lore_mcp.config import AUDIT_FILE, LORE_DIR
 from lore_mcp.errors import InvalidArgumentError, LoreError
-from lore_mcp.slugs import name_key
+from lore_mcp.slugs import parse_name, slug_from_path
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +230,7 @@ def read_log(
     """The records of the vault at `root`, oldest first: written at or after `since`,
     touching the page `slug` (a bare name matches it in any folder), the last `limit`."""
     path = log_path(root)
-    key = None if slug is None else name_key(slug).path
+    key = None if slug is None else parse_name(slug).key.fold
     kept: deque[AuditRecord] = deque(maxlen=limit)
     skipped = 0
     for record in _records(path):
@@ -266,8 +266,10 @@ def _time(record: AuditRecord) -> datetime:
 
 
 def _touches(record: AuditRecord, key: str | None) -> bool:
-    """Whether the record touches the page `key`; a bare name matches it in any folder."""
-    return key is None or any(s == key or s.endswith("/" + key) for s in record.slugs())
+    """Whether the record touches the page `key` (a slug form); a bare name matches it
+    in any folder."""
+    folded = (slug_from_path(s) for s in record.slugs())
+    return key is None or any(s == key or s.endswith("/" + key) for s in folded)
 
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:

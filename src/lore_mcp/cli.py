@@ -53,12 +53,12 @@ Check the vault's health: the verdict and the counts first, then each kind of fi
 (the first 20 of each; --all lists every one; --json gives them all).
 
 errors (exit status 1):
-  slug collisions       two files with one slug; the one that sorts second is not indexed
   invalid UTF-8         files indexed only as far as they decode
   unindexed files       page files that could not be indexed at all
 warnings (exit status 0, or 1 with --strict):
   unresolved links      links to placeholders, with the page and line they are written on
   ambiguous links       links that matched several pages, what they resolved to, the candidates
+  loose links           links Obsidian will not follow (a slug form, a bare alias): what to write
   orphans               pages with no links in or out
 """
 

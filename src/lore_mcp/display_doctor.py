@@ -34,12 +34,6 @@ def show(report: DoctorReport, console: Console, rows: int | None = ROWS) -> Non
     section = partial(_section, console, limit=rows)
     section(
         "error",
-        "Slug collisions (the second file is not indexed)",
-        ("slug", "indexed", "not indexed"),
-        [(c.slug, c.kept or "", c.shadowed) for c in report.collisions],
-    )
-    section(
-        "error",
         "Not valid UTF-8 (indexed as far as it decodes)",
         ("slug", "file"),
         [(f.slug, f.path) for f in report.invalid_utf8],
@@ -64,6 +58,15 @@ def show(report: DoctorReport, console: Console, rows: int | None = ROWS) -> Non
         [
             (f"{a.path}:{a.line}", f"[[{a.target}]]", a.resolved, ", ".join(a.candidates))
             for a in report.ambiguous
+        ],
+    )
+    section(
+        "warning",
+        "Links Obsidian will not follow",
+        ("written at", "as", "names", "write instead"),
+        [
+            (f"{n.path}:{n.line}", f"[[{n.target}]]", n.resolved, n.write.rpartition("write ")[2])
+            for n in report.loose
         ],
     )
     section(

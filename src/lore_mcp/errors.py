@@ -43,7 +43,24 @@ class AmbiguousNameError(LoreError):
         self.candidates = list(candidates)
         super().__init__(
             f"{name!r} matches several pages: {', '.join(self.candidates)}. "
-            "Repeat the call with the full slug of the one you mean."
+            "Repeat the call with the path of the one you mean."
+        )
+
+
+class LooseNameError(LoreError):
+    """A write whose name matches no page exactly, only one loosely (by an alias or by
+    its slug form): the write could land in the wrong page, so it is refused."""
+
+    def __init__(self, name: str, path: str, rule: str, new: str | None) -> None:
+        self.name = name
+        self.path = path
+        how = "an alias" if rule == "alias" else "its slug"
+        exact = path[:-3] if path.lower().endswith(".md") else path
+        create = f"; to make a new page instead, send an exact path such as {new!r}" if new else ""
+        super().__init__(
+            f"No page is named exactly {name!r}; {path!r} matches it only by {how}, and "
+            f"a write needs an exact name. Nothing was written. To write that page, send "
+            f"{exact!r}{create}."
         )
 
 

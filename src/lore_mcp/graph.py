@@ -1,4 +1,5 @@
-"""The link graph: a networkx `DiGraph` behind small functions that speak slugs.
+"""The link graph: a networkx `DiGraph` behind small functions that speak keys (a
+page's path, a placeholder's link key).
 
 Nodes are pages and placeholders, with their title and a placeholder flag; an edge
 `a → b` means page `a` links to `b` at least once.
@@ -17,7 +18,7 @@ import networkx as nx
 
 @dataclass(frozen=True, slots=True)
 class Node:
-    slug: str
+    key: str
     title: str
     is_placeholder: bool
 
@@ -31,33 +32,33 @@ class LinkGraph:
     def clear(self) -> None:
         self._g.clear()
 
-    def set_node(self, slug: str, title: str, placeholder: bool) -> None:
-        self._g.add_node(slug, title=title, placeholder=placeholder)
+    def set_node(self, key: str, title: str, placeholder: bool) -> None:
+        self._g.add_node(key, title=title, placeholder=placeholder)
 
-    def remove_node(self, slug: str) -> None:
-        if slug in self._g:
-            self._g.remove_node(slug)
+    def remove_node(self, key: str) -> None:
+        if key in self._g:
+            self._g.remove_node(key)
 
-    def __contains__(self, slug: object) -> bool:
-        return slug in self._g
+    def __contains__(self, key: object) -> bool:
+        return key in self._g
 
     def __len__(self) -> int:
         return int(self._g.number_of_nodes())
 
-    def node(self, slug: str) -> Node | None:
-        if slug not in self._g:
+    def node(self, key: str) -> Node | None:
+        if key not in self._g:
             return None
-        data = self._g.nodes[slug]
-        return Node(slug, data.get("title", slug), bool(data.get("placeholder")))
+        data = self._g.nodes[key]
+        return Node(key, data.get("title", key), bool(data.get("placeholder")))
 
-    def title(self, slug: str) -> str:
-        return self._g.nodes[slug].get("title", slug) if slug in self._g else slug
+    def title(self, key: str) -> str:
+        return self._g.nodes[key].get("title", key) if key in self._g else key
 
     def nodes(self) -> list[Node]:
         """Every page and placeholder."""
         return [
-            Node(slug, data.get("title", slug), bool(data.get("placeholder")))
-            for slug, data in self._g.nodes(data=True)
+            Node(key, data.get("title", key), bool(data.get("placeholder")))
+            for key, data in self._g.nodes(data=True)
         ]
 
     def replace_out_edges(self, sources: Iterable[str], edges: Iterable[tuple[str, str]]) -> None:
@@ -68,21 +69,21 @@ class LinkGraph:
 
     def add_edges(self, edges: Iterable[tuple[str, str]]) -> None:
         """Add edges (a pair given twice is one edge); nodes they name that are new get
-        no title until `set_node` gives one. Slugs are interned: each edge would
-        otherwise hold copies of its two slugs."""
+        no title until `set_node` gives one. Keys are interned: each edge would
+        otherwise hold copies of its two keys."""
         self._g.add_edges_from((sys.intern(a), sys.intern(b)) for a, b in edges)
 
-    def linking_to(self, slug: str) -> list[str]:
-        return sorted(self._g.predecessors(slug)) if slug in self._g else []
+    def linking_to(self, key: str) -> list[str]:
+        return sorted(self._g.predecessors(key)) if key in self._g else []
 
-    def linked_from(self, slug: str) -> list[str]:
-        return sorted(self._g.successors(slug)) if slug in self._g else []
+    def linked_from(self, key: str) -> list[str]:
+        return sorted(self._g.successors(key)) if key in self._g else []
 
-    def in_degree(self, slug: str) -> int:
-        return int(self._g.in_degree(slug)) if slug in self._g else 0
+    def in_degree(self, key: str) -> int:
+        return int(self._g.in_degree(key)) if key in self._g else 0
 
-    def out_degree(self, slug: str) -> int:
-        return int(self._g.out_degree(slug)) if slug in self._g else 0
+    def out_degree(self, key: str) -> int:
+        return int(self._g.out_degree(key)) if key in self._g else 0
 
     def edge_count(self) -> int:
         return int(self._g.number_of_edges())
@@ -112,26 +113,26 @@ class LinkGraph:
     def orphans(self) -> list[str]:
         """Real pages with no links in or out (a link to itself does not count)."""
         return sorted(
-            slug
-            for slug, placeholder in self._g.nodes(data="placeholder")
+            key
+            for key, placeholder in self._g.nodes(data="placeholder")
             if not placeholder
-            and all(other == slug for other in self._g.successors(slug))
-            and all(other == slug for other in self._g.predecessors(slug))
+            and all(other == key for other in self._g.successors(key))
+            and all(other == key for other in self._g.predecessors(key))
         )
 
     def unreferenced(self) -> list[str]:
         """Real pages no other page links to (a link to itself does not count)."""
         return sorted(
-            slug
-            for slug, placeholder in self._g.nodes(data="placeholder")
-            if not placeholder and all(other == slug for other in self._g.predecessors(slug))
+            key
+            for key, placeholder in self._g.nodes(data="placeholder")
+            if not placeholder and all(other == key for other in self._g.predecessors(key))
         )
 
     def most_linked(self, count: int, placeholders: bool) -> list[tuple[str, int]]:
-        """Nodes with the most distinct pages linking in, most first, ties by slug."""
+        """Nodes with the most distinct pages linking in, most first, ties by key."""
         pool = (
-            (slug, int(self._g.in_degree(slug)))
-            for slug, placeholder in self._g.nodes(data="placeholder")
+            (key, int(self._g.in_degree(key)))
+            for key, placeholder in self._g.nodes(data="placeholder")
             if bool(placeholder) == placeholders
         )
         return heapq.nsmallest(count, (p for p in pool if p[1] > 0), key=lambda p: (-p[1], p[0]))

@@ -24,7 +24,7 @@ class Budgeted(BaseModel):
 
 
 class PageRef(BaseModel):
-    """A page or placeholder by slug and title."""
+    """A page or placeholder by slug (its name for tools) and title."""
 
     slug: str
     title: str
@@ -34,10 +34,17 @@ class OutgoingLink(BaseModel):
     """One `[[link]]` in a page."""
 
     target: str = Field(description="The target as written in the page")
-    slug: str = Field(description="The slug it resolves to (a page or a placeholder)")
+    slug: str = Field(description="The page or placeholder it resolves to")
     exists: bool = Field(description="False when the target is a placeholder (no file yet)")
     line: int = Field(description="1-based line of the link")
-    ambiguous: bool = Field(default=False, description="Several pages matched; one was chosen")
+    ambiguous: bool = Field(
+        default=False, description="Several pages matched; one was chosen as Obsidian chooses"
+    )
+    loose: bool = Field(
+        default=False,
+        description="Only the slug form found the page: Obsidian will not follow this link",
+    )
+    note: str | None = Field(default=None, description="The link to write instead, and why")
 
 
 class PageView(Budgeted):
@@ -79,9 +86,14 @@ class PageView(Budgeted):
         description="How many pages link here in all (backlinks may list fewer, to fit)",
     )
     links: list[OutgoingLink] = Field(description="Links in this page, in order")
+    matched_by: Literal["path", "title", "placeholder", "alias", "slug"] = Field(
+        default="path",
+        description="How the name found the page: its path (or slug), its file name, a "
+        "placeholder, an alias, or the slug form of the name (loosest)",
+    )
     alternatives: list[str] = Field(
         default_factory=list,
-        description="Other pages the name could have meant, when it was ambiguous",
+        description="Other files the name could have meant (paths), when several match",
     )
     properties: dict[str, Any] = Field(
         default_factory=dict, description="The frontmatter's properties (YAML), parsed"
@@ -94,11 +106,6 @@ class PageView(Budgeted):
         default=None,
         description="sha256 of the file's bytes; pass it as expected_hash to a write so the "
         "write fails if the page changed since; null for a placeholder",
-    )
-    passed_over_for: str | None = Field(
-        default=None,
-        description="Set when this file shares its slug with that file, which holds it: this "
-        "one has no links, backlinks or search until one of them is renamed",
     )
 
     @property
@@ -365,13 +372,12 @@ class AmbiguousLink(LinkSite):
     candidates: list[str]
 
 
-class SlugCollision(BaseModel):
-    """Two files with one slug: `kept` is indexed, `shadowed` is not (each stays
-    readable and writable by its exact path)."""
+class LooseLink(LinkSite):
+    """A link Obsidian will not follow (only its slug form, or an alias, names a page),
+    and the link to write instead."""
 
-    slug: str
-    kept: str | None
-    shadowed: str
+    resolved: str = Field(description="The page it names loosely")
+    write: str = Field(description="The link to write, which Obsidian follows")
 
 
 class PageFile(BaseModel):
@@ -391,18 +397,21 @@ class DoctorReport(BaseModel):
     pages: int
     placeholders: int
     links: int = Field(description="Links written in pages (every occurrence)")
-    collisions: list[SlugCollision]
     invalid_utf8: list[PageFile]
     unindexed: list[UnindexedFile]
     unresolved: list[Unresolved]
     ambiguous: list[AmbiguousLink]
+    loose: list[LooseLink] = Field(
+        default_factory=list, description="Links Obsidian will not follow, with what to write"
+    )
     orphans: list[PageFile]
     broken_properties: list[UnindexedFile] = Field(
         default_factory=list, description="Pages whose frontmatter is not YAML that parses"
     )
     history_versions: int = Field(default=0, description="Page versions kept in .lore/history/")
     history_bytes: int = Field(default=0, description="Their size")
-    errors: int = Field(description="Collisions, invalid UTF-8 and unindexed files")
+    errors: int = Field(description="Invalid UTF-8 and unindexed files")
     warnings: int = Field(
-        description="Placeholders, ambiguous links, orphans and frontmatter that does not parse"
+        description="Placeholders, ambiguous and loose links, orphans and frontmatter that "
+        "does not parse"
     )

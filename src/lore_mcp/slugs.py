@@ -1,11 +1,12 @@
-"""Slugs, titles and the resolution of names to slugs: pure functions, no I/O.
+"""Names of pages and where links lead: pure functions and in-memory sets, no I/O.
 
-A slug is a page's identity: its vault-relative path without `.md`, each segment
-lowercased, spaces and underscores made `-`, and the characters that link syntax or
-file systems reserve dropped; every other character stays, so distinct files keep
-distinct slugs (`C++.md` is `c++`, `C.md` is `c`). Links and tool arguments are resolved
-to slugs by the rules here. A looser key (letters and digits only) may help find a page
-for a read or a suggestion; it is never an identity.
+A page is its file: its key is its vault-relative path as on disk (`notes/My Page.md`).
+Links and names are compared with paths as Obsidian compares them: without `.md`,
+ignoring case, Unicode-normalised (NFC). A slug (`notes/my-page`: lowercased, spaces and
+`_` made `-`, the characters link syntax or file systems reserve dropped) is a handle
+for a page whose slug no other file shares, and the loosest way a read may find a page;
+it is never an identity. A placeholder (a link target with no file) is keyed by its
+target's path form, lowercased (`notes/my idea`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from lore_mcp.config import MAX_NAME_CHARS, MAX_SEGMENT_CHARS
 from lore_mcp.errors import InvalidNameError, UnsafePathError
 
 CLOSE_CUTOFF = 60  # the least similarity (0-100) of a close spelling
-# Reserved by link syntax (`[ ] # ^ |`) or by file systems: never in a slug or a new file name.
+# Reserved by link syntax (`[ ] # ^ |`) or by file systems: never in a slug.
 RESERVED = frozenset('/\\:*?"<>|#^[]')
+# What Obsidian refuses in a new file name (a folder separator aside).
+NOT_IN_NEW_NAMES = frozenset('\\:*?"<>|#^[]')
 _DASH_RUN = re.compile(r"-{2,}")
 _DRIVE = re.compile(r"^(?:[A-Za-z]:[\\/]|[\\/]{2})")  # C:\..., C:/..., \\server\...
 
@@ -44,44 +47,42 @@ def slugify(segment: str) -> str:
 
 
 def _is_word(char: str) -> bool:
-    """A letter, a digit, or a symbol such as an emoji: what a name needs at least one of."""
+    """A letter, a digit, or a symbol such as an emoji: what a slug needs at least one of."""
     return char.isalnum() or unicodedata.category(char) == "So"
 
 
-@lru_cache(maxsize=65536)
-def loose(segment: str) -> str:
-    """A looser key for finding: letters, digits and hyphens only (`C++` → `c`)."""
-    kept = (
-        "-" if char.isspace() or char == "_" else char
-        for char in unicodedata.normalize("NFC", segment.lower())
-        if char.isalnum() or char in " _-" or unicodedata.category(char) in ("Mn", "Mc")
-    )
-    return _DASH_RUN.sub("-", "".join(kept)).strip("-")
+def strip_md(path: str) -> str:
+    """The path without its `.md`."""
+    return path[:-3] if path.lower().endswith(".md") else path
 
 
 @lru_cache(maxsize=65536)
 def slug_from_path(rel_path: str) -> str:
-    """`notes/My Page.md` → `notes/my-page`. Empty segments are dropped."""
-    path = rel_path.replace("\\", "/")
-    if path.lower().endswith(".md"):
-        path = path[:-3]
+    """`notes/My Page.md` → `notes/my-page`. Segments that fold to nothing are dropped."""
+    path = strip_md(rel_path.replace("\\", "/"))
     return "/".join([s for s in map(slugify, path.split("/")) if s])
+
+
+@lru_cache(maxsize=65536)
+def path_key(rel_path: str) -> str:
+    """How paths are compared, as Obsidian compares them: `Notes/My Page.md` →
+    `notes/my page`."""
+    return unicodedata.normalize("NFC", strip_md(rel_path)).lower()
 
 
 def title_from_path(rel_path: str) -> str:
     """The file's stem: `notes/My Page.md` → `My Page`."""
-    name = rel_path.replace("\\", "/").rsplit("/", 1)[-1]
-    return name[:-3] if name.lower().endswith(".md") else name
+    return strip_md(rel_path.replace("\\", "/").rsplit("/", 1)[-1])
 
 
-def parent(slug: str) -> str:
-    """The folder part of a slug (`a/b/c` → `a/b`, `c` → ``)."""
-    return slug.rpartition("/")[0]
+def parent(path: str) -> str:
+    """The folder part of a path or key (`a/b/c.md` → `a/b`, `c.md` → ``)."""
+    return path.rpartition("/")[0]
 
 
-def suffixes(slug: str) -> list[str]:
-    """Every segment-aligned tail of a slug: `a/b/c` → [`a/b/c`, `b/c`, `c`]."""
-    parts = slug.split("/")
+def suffixes(path: str) -> list[str]:
+    """Every segment-aligned tail of a path: `a/b/c` → [`a/b/c`, `b/c`, `c`]."""
+    parts = path.split("/")
     return ["/".join(parts[i:]) for i in range(len(parts))]
 
 
@@ -92,27 +93,29 @@ def is_hidden(rel_path: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Key:
-    """A normalised reference: `path` is slug-shaped; `exact` means no suffix matching."""
+    """A link target or a name, ready to compare with paths: `path` as `path_key` gives
+    it, `exact` when it may only mean that path (relative or rooted), and `fold`, its
+    slug form, for the loose match Obsidian does not make."""
 
     path: str
     exact: bool
+    fold: str
 
 
-def target_key(target: str, source_slug: str | None = None) -> Key | None:
-    """Normalise a link target (alias and fragment already removed) to a lookup key.
+def target_key(target: str, source: str | None = None) -> Key | None:
+    """A link target (alias and fragment already removed) as a key.
 
-    `./x` and `../x` are resolved against the source page's folder and `/x` against the
-    vault root; those are exact. `None` when nothing page-like remains (empty target,
-    `..` above the root).
-    """
+    `./x` and `../x` are resolved against the folder of the page `source` and `/x`
+    against the vault root; those are exact. `None` when nothing page-like remains
+    (an empty target, `..` above the root)."""
     text = target.strip().replace("\\", "/").removeprefix("!")
-    relative = source_slug is not None and text.startswith(("./", "../"))
-    return _key(text, parent(source_slug) if relative and source_slug is not None else None)
+    relative = source is not None and text.startswith(("./", "../"))
+    return _key(text, parent(source) if relative and source is not None else None)
 
 
 @lru_cache(maxsize=65536)
 def _key(text: str, folder: str | None) -> Key | None:
-    if text.lower().endswith(".md"):
+    while text.lower().endswith(".md"):  # so that no placeholder's key is a page's path
         text = text[:-3]
     exact = folder is not None or text.startswith("/")
     parts = [p for p in (folder or "").split("/") if p]
@@ -122,12 +125,11 @@ def _key(text: str, folder: str | None) -> Key | None:
                 return None
             parts.pop()
         elif raw.strip() not in ("", "."):
-            seg = slugify(raw)
-            if seg:
-                parts.append(seg)
+            parts.append(raw)
     if not parts:
         return None
-    return Key("/".join(parts), exact)
+    path = path_key("/".join(parts))
+    return Key(path, exact, slug_from_path(path))
 
 
 def check_name(name: str) -> None:
@@ -141,6 +143,8 @@ def check_name(name: str) -> None:
         raise InvalidNameError("Page names must be valid Unicode text.") from None
     if len(name) > MAX_NAME_CHARS:
         raise InvalidNameError(f"Page names are limited to {MAX_NAME_CHARS} characters.")
+    if any(char in name for char in "\r\n"):
+        raise InvalidNameError("Page names are one line: they cannot hold line breaks.")
     for text in (name, unquote(name)):
         if _DRIVE.match(text.strip()):
             raise UnsafePathError(
@@ -158,217 +162,326 @@ def check_name(name: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Name:
-    """A page name as a tool got it. `explicit` when it is a path (a folder part, a
-    leading `./` or `/`, or a trailing `.md`): that names exactly one place. Only a
-    bare name may find a page in another folder."""
+    """A page name as a tool got it, parsed once. `text` is the name with `/` for `\\`
+    and without `./`, `/` and `.md`; `explicit` when it is a path (a folder part, a
+    leading `./` or `/`, or a trailing `.md`); `key` compares it with paths."""
 
-    text: str  # as given, with `/` for `\\` and without `./`, `/` and `.md`
-    key: Key
+    given: str
+    text: str
     explicit: bool
+    key: Key
+
+    @property
+    def is_title(self) -> bool:
+        """A bare name, which may mean a page of that title in any folder."""
+        return not self.explicit
 
 
 def parse_name(name: str) -> Name:
-    """A page name typed by a caller (title, path or slug), checked and keyed."""
+    """A page name typed by a caller (a path, a title or a slug), checked and keyed."""
     check_name(name)
     text = name.strip().replace("\\", "/")
     explicit = text.startswith(("./", "/")) or "/" in text or text.lower().endswith(".md")
-    text = text.removeprefix("./").lstrip("/")
-    if text.lower().endswith(".md"):
-        text = text[:-3]
-    parts = [slugify(part) for part in text.split("/") if part.strip() not in ("", ".")]
-    if not parts or not all(parts):
+    text = strip_md(text.removeprefix("./").lstrip("/"))
+    parts = [part for part in text.split("/") if part.strip() not in ("", ".")]
+    if not parts:
         raise InvalidNameError(
-            f"{name!r} has no letters or digits in a part of it, so it cannot name a page. "
-            "Use a name such as 'Project Notes' or 'notes/project-notes'."
+            f"{name!r} does not name a page. Use a name such as 'Project Notes' or "
+            "'notes/Project Notes'."
         )
-    return Name(text, Key("/".join(parts), explicit), explicit)
-
-
-def name_key(name: str) -> Key:
-    """The lookup key of a page name typed by a caller."""
-    return parse_name(name).key
+    text = "/".join(parts)
+    return Name(name, text, explicit, Key(path_key(text), explicit, slug_from_path(text)))
 
 
 def file_name(text: str) -> str:
-    """`text` made safe as a file or folder name: reserved and control characters go
-    (`Q: Why?` → `Q Why`), as do spaces and dots at the ends."""
+    """`text` made safe as a new file or folder name: what Obsidian refuses and control
+    characters go (`Q: Why?` → `Q Why`), as do spaces and dots at the ends."""
     kept = "".join(c for c in text if c not in RESERVED and unicodedata.category(c) != "Cc")
-    return kept.strip().rstrip(". ").strip()
+    return " ".join(kept.split()).strip().rstrip(". ").strip()
 
 
-def file_path_for(name: str) -> str:
+def new_file_path(name: Name) -> str:
     """The vault-relative file a new page named `name` gets: `a/My Page` → `a/My Page.md`.
-
-    Segments keep their spelling (so other Markdown tools resolve `[[My Page]]`), less
-    what a file name cannot hold."""
+    Each part must be a file name Obsidian accepts; the error suggests one that is."""
     parts: list[str] = []
-    for raw in parse_name(name).text.split("/"):
-        if raw.strip() in ("", "."):
-            continue
-        segment = file_name(raw)
+    for raw in name.text.split("/"):
+        segment = raw.strip()
+        bad = sorted({char for char in segment if char in NOT_IN_NEW_NAMES})
+        if bad:
+            safe = file_name(segment).lstrip(".").strip()
+            hint = f" such as {safe!r}" if safe else ""
+            raise InvalidNameError(
+                f"{name.given!r} cannot be a new page: Obsidian does not allow "
+                f"{' '.join(bad)} in file names. Choose a name without them{hint}."
+            )
         if segment.startswith("."):
             raise UnsafePathError(
-                f"{name!r} would make the hidden file or folder {segment!r}; those are not "
-                "part of the vault. Start the name with a letter or digit."
+                f"{name.given!r} would make the hidden file or folder {segment!r}; those are "
+                "not part of the vault. Start the name with a letter or digit."
             )
         if len(segment) > MAX_SEGMENT_CHARS:
             raise InvalidNameError(
                 f"The part {segment[:40]!r}… is longer than {MAX_SEGMENT_CHARS} characters."
             )
-        if not slugify(segment):
+        if any(unicodedata.category(char) == "Cc" for char in segment) or not slugify(segment):
             raise InvalidNameError(
-                f"{raw!r} in {name!r} has no letters or digits; every folder and page name "
-                "needs some."
+                f"{raw!r} in {name.given!r} has no letters or digits; every new folder and "
+                "page name needs some (and no control characters)."
             )
+
         parts.append(segment)
     return "/".join(parts) + ".md"
 
 
-def pick_candidate(candidates: list[str], source_slug: str | None) -> str:
-    """The deterministic tie-break among several matches: the linking page's own folder,
-    then the shortest path, then the first in sort order."""
-    if source_slug is not None:
-        folder = parent(source_slug)
-        local = [c for c in candidates if parent(c) == folder]
+def pick(candidates: Iterable[str], source: str | None) -> str:
+    """Obsidian's tie-break among several files a link may mean: one in the linking
+    page's own folder (an ancestor folder counts for nothing), else the shortest path,
+    then the first in sort order."""
+    found = list(candidates)
+    if source is not None:
+        folder = parent(source)
+        local = [c for c in found if parent(c) == folder]
         if local:
             return min(local)
-    return min(candidates, key=lambda s: (s.count("/"), len(s), s))
+    return min(found, key=lambda path: (len(path), path))
 
 
-class SlugSet:
-    """A set of slugs that answers the lookups of resolution: the exact slug, or every
-    slug that ends in the same segments; and close spellings of a last segment."""
+class _Multi:
+    """A map from a key to a set of paths."""
 
-    def __init__(self, slugs: Iterable[str] = ()) -> None:
-        self._slugs: set[str] = set()
-        self._by_last: dict[str, set[str]] = {}
-        self._by_loose: dict[str, set[str]] = {}  # by the loose key of the last segment
-        self.update(slugs)
+    def __init__(self) -> None:
+        self.sets: dict[str, set[str]] = {}
 
-    def add(self, slug: str) -> None:
-        self._slugs.add(slug)
-        last = slug.rpartition("/")[2]
-        self._by_last.setdefault(last, set()).add(slug)
-        self._by_loose.setdefault(loose(last), set()).add(slug)
+    def add(self, key: str, path: str) -> None:
+        self.sets.setdefault(key, set()).add(path)
 
-    def update(self, slugs: Iterable[str]) -> None:
-        for slug in slugs:
-            self.add(slug)
+    def remove(self, key: str, path: str) -> None:
+        found = self.sets.get(key)
+        if found is not None:
+            found.discard(path)
+            if not found:
+                del self.sets[key]
 
-    def remove(self, slug: str) -> None:
-        if slug not in self._slugs:
+    def get(self, key: str) -> set[str]:
+        return self.sets.get(key, set())
+
+
+class PageSet:
+    """The page files of a vault, by path, and the lookups names and links need: the
+    path compared as Obsidian compares it, the file name (title), and the slug."""
+
+    def __init__(self, paths: Iterable[str] = ()) -> None:
+        self._paths: set[str] = set()
+        self._by_path = _Multi()  # path_key -> paths
+        self._by_title = _Multi()  # the last segment of path_key -> paths
+        self._by_slug = _Multi()  # slug -> paths
+        self._by_slug_title = _Multi()  # the last segment of the slug -> paths
+        self.update(paths)
+
+    def _keys(self, path: str) -> tuple[str, str, str, str]:
+        key, slug = path_key(path), slug_from_path(path)
+        return key, key.rpartition("/")[2], slug, slug.rpartition("/")[2]
+
+    def add(self, path: str) -> None:
+        if path in self._paths:
             return
-        self._slugs.discard(slug)
-        last = slug.rpartition("/")[2]
-        for index, key in ((self._by_last, last), (self._by_loose, loose(last))):
-            index[key].discard(slug)
-            if not index[key]:
-                del index[key]
+        self._paths.add(path)
+        key, title, slug, slug_title = self._keys(path)
+        self._by_path.add(key, path)
+        self._by_title.add(title, path)
+        self._by_slug.add(slug, path)
+        if slug_title:
+            self._by_slug_title.add(slug_title, path)
+
+    def update(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            self.add(path)
+
+    def remove(self, path: str) -> None:
+        if path not in self._paths:
+            return
+        self._paths.discard(path)
+        key, title, slug, slug_title = self._keys(path)
+        self._by_path.remove(key, path)
+        self._by_title.remove(title, path)
+        self._by_slug.remove(slug, path)
+        self._by_slug_title.remove(slug_title, path)
 
     def clear(self) -> None:
-        self._slugs.clear()
-        self._by_last.clear()
-        self._by_loose.clear()
+        self.__init__()  # type: ignore[misc]
 
-    def __contains__(self, slug: object) -> bool:
-        return slug in self._slugs
+    def __contains__(self, path: object) -> bool:
+        return path in self._paths
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._slugs)
+        return iter(self._paths)
 
     def __len__(self) -> int:
-        return len(self._slugs)
+        return len(self._paths)
 
-    def named(self, last: str) -> list[str]:
-        """The slugs whose last segment is `last`, sorted."""
-        return sorted(self._by_last.get(last, ()))
+    def at(self, key: str) -> list[str]:
+        """The files at this path (`path_key` form), sorted: more than one only where the
+        file system tells case apart (`Note.md`, `note.md`)."""
+        return sorted(self._by_path.get(key))
 
-    def matches(self, key: Key) -> list[str]:
-        """Every slug the key could mean, sorted: the exact slug alone, else suffix matches."""
-        if key.path in self._slugs:
-            return [key.path]
-        if key.exact:
-            return []
-        tail = "/" + key.path
+    def ending(self, key: str) -> list[str]:
+        """The files whose path is `key` or ends with `/key`, sorted."""
+        tail = "/" + key
         return sorted(
-            s for s in self._by_last.get(key.path.rpartition("/")[2], ()) if s.endswith(tail)
+            p
+            for p in self._by_title.get(key.rpartition("/")[2])
+            if (found := path_key(p)) == key or found.endswith(tail)
         )
 
-    def matches_loosely(self, key: Key) -> list[str]:
-        """The slugs that match the key when both are reduced to letters and digits:
-        a looser way to find a page, for reads and suggestions only."""
-        wanted = "/".join(loose(part) for part in key.path.split("/"))
-        found = self._by_loose.get(wanted.rpartition("/")[2], ())
+    def titled(self, title: str) -> list[str]:
+        """The files with this file name (`path_key` form of the stem), sorted."""
+        return sorted(self._by_title.get(title))
+
+    def slugged(self, slug: str, exact: bool = False) -> list[str]:
+        """The files whose slug is `slug` or (unless `exact`) ends with `/slug`, sorted."""
+        tail = "/" + slug
         return sorted(
-            slug
-            for slug in found
-            if (folded := "/".join(loose(part) for part in slug.split("/"))) == wanted
-            or (not key.exact and folded.endswith("/" + wanted))
+            p
+            for p in self._by_slug_title.get(slug.rpartition("/")[2])
+            if (found := slug_from_path(p)) == slug or (not exact and found.endswith(tail))
         )
 
-    def close_names(self, word: str, count: int) -> list[tuple[float, str]]:
-        """Last segments spelled like `word`, as (similarity 0-100, name), closest first
-        and ties by name, so that the answer does not depend on the order names came in."""
+    def handle(self, path: str) -> str:
+        """The name tools show for a page: its slug where no other file shares it, else
+        its path."""
+        slug = slug_from_path(path)
+        return slug if slug and len(self._by_slug.get(slug)) == 1 else path
+
+    def close_titles(self, word: str, count: int) -> list[tuple[float, str]]:
+        """Slug titles spelled like `word`, as (similarity 0-100, title), closest first,
+        ties by title, so that the answer does not depend on the order pages came in."""
         found = process.extract(
-            word, self._by_last.keys(), scorer=fuzz.ratio, limit=None, score_cutoff=CLOSE_CUTOFF
+            word,
+            self._by_slug_title.sets.keys(),
+            scorer=fuzz.ratio,
+            limit=None,
+            score_cutoff=CLOSE_CUTOFF,
+        )
+        return heapq.nlargest(count, ((score, name) for name, score, _ in found))
+
+    def with_slug_title(self, title: str) -> list[str]:
+        return sorted(self._by_slug_title.get(title))
+
+
+class PlaceholderSet:
+    """The placeholders (link targets with no file), by key, with their slugs."""
+
+    def __init__(self, keys: Iterable[str] = ()) -> None:
+        self._keys: set[str] = set()
+        self._by_slug = _Multi()
+        for key in keys:
+            self.add(key)
+
+    def add(self, key: str) -> None:
+        if key not in self._keys:
+            self._keys.add(key)
+            self._by_slug.add(slug_from_path(key), key)
+
+    def remove(self, key: str) -> None:
+        if key in self._keys:
+            self._keys.discard(key)
+            self._by_slug.remove(slug_from_path(key), key)
+
+    def clear(self) -> None:
+        self._keys.clear()
+        self._by_slug = _Multi()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def slugged(self, slug: str, exact: bool = False) -> list[str]:
+        tail = "/" + slug
+        return sorted(
+            k
+            for s, keys in self._by_slug.sets.items()
+            if s == slug or (not exact and s.endswith(tail))
+            for k in keys
+        )
+
+    def handle(self, key: str, pages: PageSet) -> str:
+        """A placeholder's name for tools: its slug where that names it alone, else its key."""
+        slug = slug_from_path(key)
+        unique = slug and len(self._by_slug.get(slug)) == 1 and not pages.slugged(slug, exact=True)
+        return slug if unique else key
+
+    def close_titles(self, word: str, count: int) -> list[tuple[float, str]]:
+        lasts = {slug.rpartition("/")[2] for slug in self._by_slug.sets}
+        found = process.extract(
+            word, lasts, scorer=fuzz.ratio, limit=None, score_cutoff=CLOSE_CUTOFF
         )
         return heapq.nlargest(count, ((score, name) for name, score, _ in found))
 
 
 class Aliases:
-    """The frontmatter aliases of pages, by alias key: further names a link may use."""
+    """The frontmatter aliases of pages, by alias (`path_key` form): further names a
+    read may find a page by. They never resolve a link (Obsidian's rule)."""
 
     def __init__(self) -> None:
         self._pages: dict[str, set[str]] = {}  # alias key -> the pages that have it
         self._keys: dict[str, set[str]] = {}  # page -> its alias keys
 
-    def give(self, slug: str, aliases: Iterable[str]) -> set[str]:
-        """Give `slug` these aliases (none: take its aliases away); the alias keys that
-        changed, whose links may now lead elsewhere."""
-        new = {found.path for alias in aliases if (found := target_key(alias)) is not None}
-        old = self._keys.pop(slug, set())
+    def give(self, page: str, aliases: Iterable[str]) -> None:
+        """Give `page` these aliases (none: take its aliases away)."""
+        new = {path_key(alias.strip()) for alias in aliases if alias.strip()}
+        old = self._keys.pop(page, set())
         for gone in old - new:
-            self._pages[gone].discard(slug)
+            self._pages[gone].discard(page)
             if not self._pages[gone]:
                 del self._pages[gone]
         for came in new - old:
-            self._pages.setdefault(came, set()).add(slug)
+            self._pages.setdefault(came, set()).add(page)
         if new:
-            self._keys[slug] = new
-        return old ^ new
+            self._keys[page] = new
 
     def pages(self, key: str) -> list[str]:
         return sorted(self._pages.get(key, ()))
 
-    def of(self, slug: str) -> frozenset[str]:
-        return frozenset(self._keys.get(slug, ()))
+    def of(self, page: str) -> frozenset[str]:
+        return frozenset(self._keys.get(page, ()))
 
     def clear(self) -> None:
         self._pages.clear()
         self._keys.clear()
 
-    def moved(self, old: str, new: str) -> Aliases:
-        """A copy in which the page `old` is called `new`."""
-        copy = Aliases()
-        for slug, keys in self._keys.items():
-            copy._keys[new if slug == old else slug] = set(keys)
-            for key in keys:
-                copy._pages.setdefault(key, set()).add(new if slug == old else slug)
-        return copy
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """Where a link leads: a page's path, or (when `placeholder`) the key of the
+    placeholder it waits at; `ambiguous` when several files matched and Obsidian's
+    tie-break chose; `loose` when only the slug form found the page (Obsidian would
+    not follow such a link)."""
+
+    target: str
+    placeholder: bool = False
+    ambiguous: bool = False
+    loose: bool = False
 
 
-def resolve(
-    pages: SlugSet, aliases: Aliases, key: Key, source_slug: str | None
-) -> tuple[str, bool]:
-    """Where a link from `source_slug` with this key leads, and whether it was ambiguous:
-    the exact slug, the unique slug that ends with the key, the best of several (see
-    `pick_candidate`), a page that has the key as an alias (paths and file names
-    first, as Obsidian resolves), else the key's own path: a placeholder."""
-    found = pages.matches(key)
+def resolve(pages: PageSet, key: Key, source: str | None) -> Resolution:
+    """Where a link from the page `source` with this key leads, as Obsidian resolves
+    it: the exact path, else among the files whose path ends with it the one in the
+    linking page's folder or the shortest (see `pick`). Only where that finds nothing
+    does the slug form find a page, loosely; else the link waits at a placeholder."""
+    found = pages.at(key.path)
     if not found and not key.exact:
-        found = aliases.pages(key.path)
+        found = pages.ending(key.path)
+    loose = False
+    if not found and key.fold:
+        found = pages.slugged(key.fold, exact=key.exact)
+        loose = True
     if not found:
-        return key.path, False
+        return Resolution(key.path, placeholder=True)
     if len(found) == 1:
-        return found[0], False
-    return pick_candidate(found, source_slug), True
+        return Resolution(found[0], loose=loose)
+    return Resolution(pick(found, source), ambiguous=True, loose=loose)

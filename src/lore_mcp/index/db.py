@@ -28,13 +28,13 @@ from lore_mcp.index.search import SEARCH_SCHEMA, SEARCH_TABLES, SearchTable
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 CHANGELOG_KEEP = 20_000
 _OWN_SCHEMA = """
-CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, slug TEXT NOT NULL);
+CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, page TEXT NOT NULL);
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-_TABLES = ("pages", "shadowed", "names", "names_text", "links", *SEARCH_TABLES, "changes", "meta")
+_TABLES = ("pages", "names", "names_text", "links", *SEARCH_TABLES, "changes", "meta")
 LOCK_SLICE_S = 0.25  # a wait for the write lock looks up this often (to give up, or log)
 WARN_AFTER_S = 2.0  # a wait this long is worth a line in the log
 
@@ -169,14 +169,14 @@ class Index:
         ids = self.pages.upsert([row for row, _ in pages], aliases, tags)
         named = aliases or {}
         self.search.put(
-            (ids[row.slug], row.title, named.get(row.slug, ()), body)
+            (ids[row.key], row.title, named.get(row.key, ()), body)
             for row, body in pages
             if body is not None
         )
 
-    def delete_pages(self, slugs: Sequence[str]) -> None:
-        self.search.delete(list(self.pages.ids(slugs).values()))
-        self.pages.delete(slugs)
+    def delete_pages(self, keys: Sequence[str]) -> None:
+        self.search.delete(list(self.pages.ids(keys).values()))
+        self.pages.delete(keys)
 
     @contextmanager
     def large_cache(self) -> Iterator[None]:
@@ -253,7 +253,7 @@ class Index:
         return int(row[0] or 0)
 
     def changes_since_seen(self) -> list[str] | None:
-        """Slugs other connections changed since this one last looked; None if too many
+        """Keys other connections changed since this one last looked; None if too many
         to list (the log was pruned past our mark) or the index was rebuilt (a new
         epoch), meaning: reload everything."""
         epoch = self._read_epoch()
@@ -266,14 +266,14 @@ class Index:
             self._last_seq = self.last_change()
             return None
         rows = self._conn.execute(
-            "SELECT seq, slug FROM changes WHERE seq > ? ORDER BY seq", (self._last_seq,)
+            "SELECT seq, page FROM changes WHERE seq > ? ORDER BY seq", (self._last_seq,)
         ).fetchall()
         if rows:
             self._last_seq = int(rows[-1][0])
-        return list(dict.fromkeys(str(slug) for _, slug in rows))
+        return list(dict.fromkeys(str(key) for _, key in rows))
 
-    def record_changes(self, slugs: Iterable[str]) -> None:
-        """Note the slugs a write changed, for the other processes."""
-        self._conn.executemany("INSERT INTO changes(slug) VALUES (?)", ((s,) for s in slugs))
+    def record_changes(self, keys: Iterable[str]) -> None:
+        """Note the pages and placeholders a write changed, for the other processes."""
+        self._conn.executemany("INSERT INTO changes(page) VALUES (?)", ((k,) for k in keys))
         last = self.last_change()
         self._conn.execute("DELETE FROM changes WHERE seq <= ?", (last - CHANGELOG_KEEP,))

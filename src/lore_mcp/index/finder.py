@@ -334,9 +334,9 @@ class _Finder:
         shown = self.table.pages([page for page, _ in best])
         rows = []
         for page, score in best:
-            slug, title, size = shown[page]
+            key, title, size = shown[page]
             held = [r for r in deciding if self.evidence.holds(r.key, page)]
-            rows.append(SearchRow(slug, title, self._snippet(page, size, held), score))
+            rows.append(SearchRow(key, title, self._snippet(page, size, held), score))
         return rows
 
     def _snippet(self, page: int, size: int, held: list[_Resolved]) -> str:

@@ -1,4 +1,5 @@
-"""The links table: one row per link written in a page, with where it resolves."""
+"""The links table: one row per link written in a page, with where it resolves: a page's
+path, or the key of the placeholder it waits at."""
 
 from __future__ import annotations
 
@@ -17,19 +18,23 @@ CREATE TABLE links(
     context TEXT NOT NULL,
     key TEXT NOT NULL,
     exact INTEGER NOT NULL,
+    fold TEXT NOT NULL,
     resolved TEXT NOT NULL,
-    ambiguous INTEGER NOT NULL DEFAULT 0
+    ambiguous INTEGER NOT NULL DEFAULT 0,
+    loose INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX links_source ON links(source);
 CREATE INDEX links_resolved ON links(resolved);
 CREATE INDEX links_key ON links(key);
+CREATE INDEX links_fold ON links(fold);
 """
-_COLUMNS = "source, target, line, context, key, exact, resolved, ambiguous"
+_COLUMNS = "source, target, line, context, key, exact, fold, resolved, ambiguous, loose"
 
 
 class LinkRow(NamedTuple):
-    """A link as stored: the page it is written in, its target as written, its line
-    and that line's text, the lookup key of the target, and the slug it resolves to."""
+    """A link as stored: the page it is written in (its path), its target as written,
+    its line and that line's text, the target's key (see `slugs.Key`), and where it
+    resolves, with how (see `slugs.Resolution`)."""
 
     source: str
     target: str
@@ -37,14 +42,28 @@ class LinkRow(NamedTuple):
     context: str
     key: str
     exact: bool
+    fold: str
     resolved: str
     ambiguous: bool = False
+    loose: bool = False
     id: int = 0
 
 
-def _row(row: tuple[str, str, int, str, str, int, str, int, int]) -> LinkRow:
-    source, target, line, context, key, exact, resolved, ambiguous, id_ = row
-    return LinkRow(source, target, line, context, key, bool(exact), resolved, bool(ambiguous), id_)
+def _row(row: tuple[str, str, int, str, str, int, str, str, int, int, int]) -> LinkRow:
+    source, target, line, context, key, exact, fold, resolved, ambiguous, loose, id_ = row
+    return LinkRow(
+        source,
+        target,
+        line,
+        context,
+        key,
+        bool(exact),
+        fold,
+        resolved,
+        bool(ambiguous),
+        bool(loose),
+        id_,
+    )
 
 
 class LinkTable:
@@ -53,8 +72,8 @@ class LinkTable:
 
     def add(self, rows: Iterable[LinkRow]) -> None:
         self._conn.executemany(
-            f"INSERT INTO links({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (row[:8] for row in rows),
+            f"INSERT INTO links({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (row[:10] for row in rows),
         )
 
     def delete_from(self, sources: Sequence[str]) -> None:
@@ -68,22 +87,29 @@ class LinkTable:
         """The links written in a page, in order."""
         return self._select("WHERE source = ? ORDER BY id", source)
 
-    def to_page(self, slug: str) -> list[LinkRow]:
-        """The links that resolve to a slug, by source and line."""
-        return self._select("WHERE resolved = ? ORDER BY source, line, id", slug)
+    def to_page(self, key: str) -> list[LinkRow]:
+        """The links that resolve to a page or placeholder, by source and line."""
+        return self._select("WHERE resolved = ? ORDER BY source, line, id", key)
 
-    def with_keys(self, keys: Sequence[str]) -> list[LinkRow]:
+    def with_keys(self, keys: Sequence[str], folds: Sequence[str] = ()) -> list[LinkRow]:
+        """The links whose target has one of these keys, or one of these slug forms."""
         sql = f"SELECT {_COLUMNS}, id FROM links WHERE key IN ({{}})"
-        return [_row(row) for row in select_in(self._conn, sql, keys)]
+        found = {row[-1]: row for row in select_in(self._conn, sql, keys)}
+        sql = f"SELECT {_COLUMNS}, id FROM links WHERE fold IN ({{}})"
+        found |= {row[-1]: row for row in select_in(self._conn, sql, folds)}
+        return [_row(row) for _, row in sorted(found.items())]
 
     def all(self) -> list[LinkRow]:
         return self._select("")
 
-    def set_resolutions(self, updates: Iterable[tuple[int, str, bool]]) -> None:
-        """(id, resolved, ambiguous) for links that now lead elsewhere."""
+    def set_resolutions(self, updates: Iterable[tuple[int, str, bool, bool]]) -> None:
+        """(id, resolved, ambiguous, loose) for links that now lead elsewhere."""
         self._conn.executemany(
-            "UPDATE links SET resolved = ?, ambiguous = ? WHERE id = ?",
-            ((slug, int(ambiguous), link_id) for link_id, slug, ambiguous in updates),
+            "UPDATE links SET resolved = ?, ambiguous = ?, loose = ? WHERE id = ?",
+            (
+                (key, int(ambiguous), int(loose), link_id)
+                for link_id, key, ambiguous, loose in updates
+            ),
         )
 
     def edges(self, sources: Sequence[str] | None = None) -> Iterator[tuple[str, str]]:
@@ -94,13 +120,13 @@ class LinkTable:
         sql = "SELECT DISTINCT source, resolved FROM links WHERE source IN ({})"
         return select_in(self._conn, sql, sources)
 
-    def first_targets(self, slugs: Sequence[str]) -> dict[str, str]:
-        """For each slug, the target text of the first link to it (by source, then line)."""
+    def first_targets(self, keys: Sequence[str]) -> dict[str, str]:
+        """For each key, the target text of the first link to it (by source, then line)."""
         sql = (
             "SELECT resolved, target FROM links WHERE resolved IN ({}) "
             "ORDER BY resolved, source DESC, line DESC, id DESC"
         )
-        return dict(select_in(self._conn, sql, slugs))  # the last row per slug wins: the first
+        return dict(select_in(self._conn, sql, keys))  # the last row per key wins: the first
 
     def count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM links").fetchone()[0])

@@ -42,7 +42,7 @@ HIGHLIGHT_MAX_BYTES = 256 * 1024  # longer pages are marked here, not by FTS5
 
 
 class SearchRow(NamedTuple):
-    slug: str
+    key: str  # the page's path
     title: str
     snippet: str
     score: float
@@ -175,12 +175,12 @@ class SearchTable:
         return [word for word, _ in found.most_common()]
 
     def pages(self, ids: Sequence[int]) -> dict[int, tuple[str, str, int]]:
-        """(slug, title, size) of pages by id."""
-        sql = "SELECT id, slug, title, size FROM pages WHERE id IN ({})"
+        """(key, title, size) of pages by id."""
+        sql = "SELECT id, key, title, size FROM pages WHERE id IN ({})"
         return {int(i): (str(s), str(t), int(z)) for i, s, t, z in select_in(self._conn, sql, ids)}
 
     def pages_matching(self, query: str, limit: int) -> list[str]:
-        """Slugs of pages whose text holds every word of `query` (unranked)."""
+        """The pages whose text holds every word of `query` (unranked)."""
         parsed = terms.parse(query)
         words = [t.fts for t in parsed.terms if t.fts is not None]
         symbols = [t.symbol for t in parsed.terms if t.symbol is not None]
@@ -192,12 +192,12 @@ class SearchTable:
             found = sorted(self.matching_among(match, sorted(ids)) if words else ids)[:limit]
         else:
             found = self.first(match, limit)
-        return [slug for slug, _, _ in self.pages(found).values()]
+        return [key for key, _, _ in self.pages(found).values()]
 
     def documents(self) -> list[tuple[str, str, str]]:
-        """(slug, names, text) of every page, sorted, for consistency checks."""
+        """(key, names, text) of every page, sorted, for consistency checks."""
         rows = self._conn.execute(
-            "SELECT p.slug, n.names, f.body FROM fts f JOIN pages p ON p.id = f.rowid "
+            "SELECT p.key, n.names, f.body FROM fts f JOIN pages p ON p.id = f.rowid "
             "JOIN fts_names n ON n.rowid = f.rowid"
         )
         return sorted((str(s), str(n), str(b)) for s, n, b in rows)

@@ -2,9 +2,10 @@
 
 `apply` is the one place where pages enter and leave the index: it writes page rows,
 text and links, resolves again the links a change can affect, keeps placeholders in
-step, and updates the in-memory graph. `load` builds the slug sets and the graph afresh
-from the index; `refresh` takes in what other processes committed. Callers hold the
-vault's lock and a write transaction (`refresh` needs only the lock).
+step, and updates the in-memory graph. Pages are keyed by their path, placeholders by
+their link key. `load` builds the page sets and the graph afresh from the index;
+`refresh` takes in what other processes committed. Callers hold the vault's lock and a
+write transaction (`refresh` needs only the lock).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from lore_mcp.index import LinkRow, PageRow
-from lore_mcp.slugs import Key, resolve, suffixes
+from lore_mcp.slugs import Key, path_key, resolve, slug_from_path, suffixes
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.files import Parsed
 
@@ -42,42 +43,41 @@ def apply(
     removals: Iterable[str] = (),
     coming: Iterable[str] = (),
 ) -> Applied:
-    """Put `pages` into the index and graph and take the slugs `removals` out.
+    """Put `pages` into the index and graph and take the pages at the paths `removals`
+    out.
 
-    `pages` may be read lazily; `coming` names slugs it may bring, so that links to
-    them resolve at once, whichever page comes first. A slug announced and never
+    `pages` may be read lazily; `coming` names the paths it may bring, so that links to
+    them resolve at once, whichever page comes first. A path announced and never
     brought is taken out at the end, as a removal."""
     index = vault.index
     vault.generation += 1
-    candidates: set[str] = set()  # slugs whose placeholder status may change
+    candidates: set[str] = set()  # keys whose placeholder status may change
     touched: set[str] = set()  # pages whose links changed
     brought: set[str] = set()
     touched |= _remove(vault, set(removals), candidates)
-    announced = {slug for slug in coming if slug not in vault.pages}
+    announced = {path for path in coming if path not in vault.pages}
     vault.pages.update(announced)
     touched |= _reresolve(vault, announced, candidates)
     written: list[PageRow] = []
     for batch in _batches(pages):
-        slugs = [page.row.slug for page in batch]
-        candidates.update(target for _, target in index.links.edges(slugs))
-        index.links.delete_from(slugs)
-        new = {slug for slug in slugs if slug not in vault.pages}
+        paths = [page.row.key for page in batch]
+        candidates.update(target for _, target in index.links.edges(paths))
+        index.links.delete_from(paths)
+        new = {path for path in paths if path not in vault.pages}
         vault.pages.update(new)
-        renamed: set[str] = set()  # alias keys that came or went
         for page in batch:
-            vault.placeholders.remove(page.row.slug)
-            renamed |= vault.aliases.give(page.row.slug, page.aliases)
-        touched |= _reresolve(vault, new, candidates, renamed)
+            vault.aliases.give(page.row.key, page.aliases)
+        touched |= _reresolve(vault, new, candidates)
         rows = [_resolved(vault, link) for page in batch for link in page.links]
         candidates.update(row.resolved for row in rows)
         index.put_pages(
             [(page.row, page.body) for page in batch],
-            aliases={page.row.slug: page.aliases for page in batch},
-            tags={page.row.slug: page.tags for page in batch},
+            aliases={page.row.key: page.aliases for page in batch},
+            tags={page.row.key: page.tags for page in batch},
         )
         index.links.add(rows)
-        brought.update(slugs)
-        touched.update(slugs)
+        brought.update(paths)
+        touched.update(paths)
         written += [page.row for page in batch]
     touched |= _remove(vault, announced - brought, candidates)
     applied = _settle_placeholders(vault, candidates)
@@ -98,47 +98,45 @@ def _batches(pages: Iterable[Parsed]) -> Iterator[list[Parsed]]:
 
 
 def _resolved(vault: AppState, link: LinkRow) -> LinkRow:
-    resolved, ambiguous = resolve(
-        vault.pages, vault.aliases, Key(link.key, link.exact), link.source
-    )
-    return link._replace(resolved=resolved, ambiguous=ambiguous)
+    found = resolve(vault.pages, Key(link.key, link.exact, link.fold), link.source)
+    return link._replace(resolved=found.target, ambiguous=found.ambiguous, loose=found.loose)
 
 
-def _remove(vault: AppState, slugs: set[str], candidates: set[str]) -> set[str]:
+def _remove(vault: AppState, paths: set[str], candidates: set[str]) -> set[str]:
     """Take pages out of the index; the pages whose links now lead elsewhere."""
-    slugs = {slug for slug in slugs if slug in vault.pages}
-    if not slugs:
+    paths = {path for path in paths if path in vault.pages}
+    if not paths:
         return set()
-    ordered = sorted(slugs)
+    ordered = sorted(paths)
     candidates.update(target for _, target in vault.index.links.edges(ordered))
-    candidates |= slugs
+    candidates |= paths
     vault.index.delete_pages(ordered)
     vault.index.links.delete_from(ordered)
-    renamed: set[str] = set()
-    for slug in slugs:
-        vault.pages.remove(slug)
-        renamed |= vault.aliases.give(slug, [])
-    return slugs | _reresolve(vault, slugs, candidates, renamed)
+    for path in paths:
+        vault.pages.remove(path)
+        vault.aliases.give(path, [])
+    return paths | _reresolve(vault, paths, candidates)
 
 
-def _reresolve(
-    vault: AppState, changed: set[str], candidates: set[str], alias_keys: Iterable[str] = ()
-) -> set[str]:
+def _reresolve(vault: AppState, changed: set[str], candidates: set[str]) -> set[str]:
     """Resolve again every link whose target could mean something else now that the
-    pages `changed` appeared or went, or the aliases `alias_keys` came or went; the
-    pages holding such links."""
-    keys = sorted({key for slug in changed for key in suffixes(slug)} | set(alias_keys))
+    pages `changed` appeared or went (a link names a page by a tail of its path, or
+    loosely by a tail of its slug); the pages holding such links."""
+    keys = sorted({key for path in changed for key in suffixes(path_key(path))})
+    folds = sorted({fold for path in changed for fold in suffixes(slug_from_path(path)) if fold})
     if not keys:
         return set()
-    updates: list[tuple[int, str, bool]] = []
+    updates: list[tuple[int, str, bool, bool]] = []
     sources: set[str] = set()
-    for link in vault.index.links.with_keys(keys):
-        resolved, ambiguous = resolve(
-            vault.pages, vault.aliases, Key(link.key, link.exact), link.source
-        )
-        if (resolved, ambiguous) != (link.resolved, link.ambiguous):
-            updates.append((link.id, resolved, ambiguous))
-            candidates.update((resolved, link.resolved))
+    for link in vault.index.links.with_keys(keys, folds):
+        found = resolve(vault.pages, Key(link.key, link.exact, link.fold), link.source)
+        if (found.target, found.ambiguous, found.loose) != (
+            link.resolved,
+            link.ambiguous,
+            link.loose,
+        ):
+            updates.append((link.id, found.target, found.ambiguous, found.loose))
+            candidates.update((found.target, link.resolved))
             sources.add(link.source)
     vault.index.links.set_resolutions(updates)
     return sources
@@ -146,25 +144,25 @@ def _reresolve(
 
 def _settle_placeholders(vault: AppState, candidates: set[str]) -> Applied:
     """A placeholder exists exactly where links lead and no page is; its title comes
-    from the first link to it (by source slug, then line)."""
+    from the first link to it (by source path, then line)."""
     applied = Applied()
-    missing = sorted(slug for slug in candidates if slug not in vault.pages)
+    missing = sorted(key for key in candidates if key not in vault.pages)
     first_targets = vault.index.links.first_targets(missing)
-    existing = {row.slug: row for row in vault.index.pages.get_many(missing)}
+    existing = {row.key: row for row in vault.index.pages.get_many(missing)}
     rows: list[PageRow] = []
-    for slug in missing:
-        target = first_targets.get(slug)
+    for key in missing:
+        target = first_targets.get(key)
         if target is None:
-            if slug in vault.placeholders:
-                vault.placeholders.remove(slug)
-                applied.removed.append(slug)
+            if key in vault.placeholders:
+                vault.placeholders.remove(key)
+                applied.removed.append(key)
             continue
-        row = PageRow(slug, placeholder_title(target), None)
-        if existing.get(slug) != row:
+        row = PageRow(key, placeholder_title(target), None)
+        if existing.get(key) != row:
             rows.append(row)
-        if slug not in vault.placeholders:
-            vault.placeholders.add(slug)
-            applied.created.append(slug)
+        if key not in vault.placeholders:
+            vault.placeholders.add(key)
+            applied.created.append(key)
     vault.index.delete_pages(applied.removed)
     vault.index.put_pages([(row, None) for row in rows])
     return applied
@@ -178,15 +176,15 @@ def _update_graph(
         load(vault)
         return
     graph = vault.graph
-    for slug in touched | candidates:
-        if slug not in vault.pages and slug not in vault.placeholders:
-            graph.remove_node(slug)
+    for key in touched | candidates:
+        if key not in vault.pages and key not in vault.placeholders:
+            graph.remove_node(key)
     for row in written:
-        graph.set_node(row.slug, row.title, placeholder=False)
-    waiting = sorted(slug for slug in candidates if slug in vault.placeholders)
+        graph.set_node(row.key, row.title, placeholder=False)
+    waiting = sorted(key for key in candidates if key in vault.placeholders)
     for row in vault.index.pages.get_many(waiting):
-        graph.set_node(row.slug, row.title, placeholder=True)
-    sources = sorted(slug for slug in touched if slug in vault.pages)
+        graph.set_node(row.key, row.title, placeholder=True)
+    sources = sorted(key for key in touched if key in vault.pages)
     graph.replace_out_edges(touched, vault.index.links.edges(sources))
 
 
@@ -194,20 +192,20 @@ def _update_graph(
 
 
 def load(vault: AppState) -> None:
-    """Load the slug sets and the graph afresh from the index."""
+    """Load the page sets and the graph afresh from the index."""
     vault.stale = True  # until the load is complete
     vault.graph.clear()
     vault.pages.clear()
     vault.placeholders.clear()
     vault.aliases.clear()
-    for slug, title, placeholder in vault.index.pages.titles():
-        (vault.placeholders if placeholder else vault.pages).add(slug)
-        vault.graph.set_node(slug, title, placeholder)
+    for key, title, placeholder in vault.index.pages.titles():
+        (vault.placeholders if placeholder else vault.pages).add(key)
+        vault.graph.set_node(key, title, placeholder)
     by_page: defaultdict[str, list[str]] = defaultdict(list)
-    for slug, alias in vault.index.pages.aliases():
-        by_page[slug].append(alias)
-    for slug, aliases in by_page.items():
-        vault.aliases.give(slug, aliases)
+    for key, alias in vault.index.pages.aliases():
+        by_page[key].append(alias)
+    for key, aliases in by_page.items():
+        vault.aliases.give(key, aliases)
     vault.graph.add_edges(vault.index.links.edges())
     vault.data_version = vault.index.data_version()
     vault.stale = False
@@ -226,16 +224,16 @@ def refresh(vault: AppState) -> None:
     if changed is None:
         load(vault)
         return
-    rows = {row.slug: row for row in vault.index.pages.get_many(changed)}
+    rows = {row.key: row for row in vault.index.pages.get_many(changed)}
     aliases = vault.index.pages.aliases_of(changed)
-    for slug in changed:
-        row = rows.get(slug)
-        vault.pages.remove(slug)
-        vault.placeholders.remove(slug)
-        vault.aliases.give(slug, aliases[slug])
+    for key in changed:
+        row = rows.get(key)
+        vault.pages.remove(key)
+        vault.placeholders.remove(key)
+        vault.aliases.give(key, aliases[key])
         if row is None:
-            vault.graph.remove_node(slug)
+            vault.graph.remove_node(key)
             continue
-        (vault.placeholders if row.is_placeholder else vault.pages).add(slug)
-        vault.graph.set_node(slug, row.title, row.is_placeholder)
+        (vault.placeholders if row.is_placeholder else vault.pages).add(key)
+        vault.graph.set_node(key, row.title, row.is_placeholder)
     vault.graph.replace_out_edges(changed, vault.index.links.edges(changed))

@@ -16,7 +16,7 @@ from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR, MAX_CONTENT_BYTES
 from lore_mcp.errors import VaultError
 from lore_mcp.graph import LinkGraph
 from lore_mcp.index import Index
-from lore_mcp.slugs import Aliases, SlugSet
+from lore_mcp.slugs import Aliases, PageSet, PlaceholderSet, slug_from_path
 from lore_mcp.vault_ops.files import OtherFiles, content_hash
 
 log = logging.getLogger(__name__)
@@ -30,15 +30,15 @@ class Stoppable(Protocol):
 
 @dataclass(eq=False)
 class AppState:
-    """The vault root, its index, the link graph, the slug sets links resolve against,
-    and one lock. `ready` is set once the first index pass has finished; every
-    operation waits for it."""
+    """The vault root, its index, the link graph, the sets of pages (by path) and
+    placeholders (by key) links resolve against, and one lock. `ready` is set once the
+    first index pass has finished; every operation waits for it."""
 
     root: Path
     index: Index
     graph: LinkGraph = field(default_factory=LinkGraph)
-    pages: SlugSet = field(default_factory=SlugSet)
-    placeholders: SlugSet = field(default_factory=SlugSet)
+    pages: PageSet = field(default_factory=PageSet)
+    placeholders: PlaceholderSet = field(default_factory=PlaceholderSet)
     aliases: Aliases = field(default_factory=Aliases)
     others: OtherFiles = field(default_factory=OtherFiles)  # files that are not pages
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -51,6 +51,18 @@ class AppState:
     data_version: int = 0  # the index's, when this process last took in other commits
     generation: int = 0  # counts changes to the graph and slug sets
     stale: bool = False  # the graph and slug sets must be loaded again from the index
+
+    def handle(self, key: str) -> str:
+        """The name tools show for a page or placeholder (see `PageSet.handle`); for
+        one that is gone, its slug."""
+        if key in self.placeholders:
+            return self.placeholders.handle(key, self.pages)
+        if key in self.pages:
+            return self.pages.handle(key)
+        return slug_from_path(key) or key
+
+    def handles(self, keys: list[str]) -> list[str]:
+        return [self.handle(key) for key in keys]
 
     def close(self) -> None:
         """Stop the watcher and close the index."""

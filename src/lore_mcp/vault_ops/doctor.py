@@ -1,8 +1,9 @@
 """`lore doctor`: what is wrong, or worth a look, in an indexed vault.
 
-Errors: slug collisions, files that are not valid UTF-8, page files the index could not
-take in. Warnings: placeholders (with the links that lead to them), ambiguous links and
-how they resolved, orphan pages.
+Errors: files that are not valid UTF-8, page files the index could not take in.
+Warnings: placeholders (with the links that lead to them), ambiguous links and how they
+resolved, links Obsidian will not follow (loose ones and bare aliases) with the link to
+write instead, orphan pages.
 """
 
 from __future__ import annotations
@@ -17,21 +18,22 @@ from lore_mcp.models import (
     AmbiguousLink,
     DoctorReport,
     LinkSite,
+    LooseLink,
     PageFile,
-    SlugCollision,
     UnindexedFile,
     Unresolved,
 )
-from lore_mcp.slugs import Key, slug_from_path
+from lore_mcp.slugs import Key
 from lore_mcp.vault_ops import history
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.files import decode, scan_files
 from lore_mcp.vault_ops.open import reading
+from lore_mcp.vault_ops.pages import link_advice
 
 
 def doctor(vault: AppState) -> DoctorReport:
-    """The vault's health: collisions, undecodable and unindexable files (errors);
-    placeholders, ambiguous links and orphans (warnings)."""
+    """The vault's health: undecodable and unindexable files (errors); placeholders,
+    ambiguous and loose links and orphans (warnings)."""
     with reading(vault):
         return _diagnose(vault)
 
@@ -39,46 +41,61 @@ def doctor(vault: AppState) -> DoctorReport:
 def _diagnose(vault: AppState) -> DoctorReport:
     pages = vault.index.pages.all()
     links = sorted(vault.index.links.all(), key=lambda k: (k.source, k.line, k.id))
-    shadowed = vault.index.pages.shadowed()
     orphans = vault.graph.orphans()
-    paths = {p.slug: p.path or "" for p in pages}
-    titles = {p.slug: p.title for p in pages}
+    titles = {p.key: p.title for p in pages}
     sites: dict[str, list[LinkSite]] = defaultdict(list)
     for link in links:
         if link.resolved in vault.placeholders:
-            sites[link.resolved].append(_site(link, paths))
+            sites[link.resolved].append(_site(vault, link))
     ambiguous = [
         AmbiguousLink(
-            **_site(link, paths).model_dump(),
-            resolved=link.resolved,
-            candidates=vault.pages.matches(Key(link.key, link.exact)),
+            **_site(vault, link).model_dump(),
+            resolved=vault.handle(link.resolved),
+            candidates=_candidates(vault, link),
         )
         for link in links
         if link.ambiguous
     ]
-    collisions = [SlugCollision(slug=s, kept=paths.get(s), shadowed=p) for p, s in shadowed]
-    invalid = [PageFile(slug=p.slug, path=p.path) for p in pages if p.bad_utf8 and p.path]
-    unindexed = _unindexed(vault.root, pages, shadowed)
+    loose = [
+        LooseLink(**_site(vault, link).model_dump(), resolved=vault.handle(found), write=advice)
+        for link in links
+        if (advice := link_advice(vault, link)) is not None
+        and (found := link.resolved if link.loose else vault.aliases.pages(link.key)[0])
+    ]
+    invalid = [
+        PageFile(slug=vault.handle(p.key), path=p.path) for p in pages if p.bad_utf8 and p.path
+    ]
+    unindexed = _unindexed(vault.root, pages)
     versions, kept_bytes = history.size(vault.root)
     broken = _broken_properties(vault, pages)
-    unresolved = [Unresolved(slug=s, title=titles.get(s, s), links=v) for s, v in sites.items()]
+    unresolved = [
+        Unresolved(slug=vault.handle(key), title=titles.get(key, key), links=found)
+        for key, found in sites.items()
+    ]
     return DoctorReport(
         vault=str(vault.root),
         pages=sum(1 for p in pages if not p.is_placeholder),
         placeholders=sum(1 for p in pages if p.is_placeholder),
         links=len(links),
-        collisions=collisions,
         invalid_utf8=sorted(invalid, key=lambda f: f.path),
         unindexed=unindexed,
         unresolved=sorted(unresolved, key=lambda u: u.slug),
         ambiguous=ambiguous,
-        orphans=[PageFile(slug=s, path=paths.get(s, "")) for s in orphans],
+        loose=loose,
+        orphans=[PageFile(slug=vault.handle(s), path=s) for s in orphans],
         broken_properties=broken,
         history_versions=versions,
         history_bytes=kept_bytes,
-        errors=len(collisions) + len(invalid) + len(unindexed),
-        warnings=len(unresolved) + len(ambiguous) + len(orphans) + len(broken),
+        errors=len(invalid) + len(unindexed),
+        warnings=len(unresolved) + len(ambiguous) + len(loose) + len(orphans) + len(broken),
     )
+
+
+def _candidates(vault: AppState, link: LinkRow) -> list[str]:
+    """The files an ambiguous link could mean."""
+    key = Key(link.key, link.exact, link.fold)
+    found = vault.pages.at(key.path) or ([] if key.exact else vault.pages.ending(key.path))
+    return found or vault.pages.slugged(key.fold, exact=key.exact)
 
 
 def _broken_properties(vault: AppState, pages: list[PageRow]) -> list[UnindexedFile]:
@@ -96,24 +113,20 @@ def _broken_properties(vault: AppState, pages: list[PageRow]) -> list[UnindexedF
     return found
 
 
-def _site(link: LinkRow, paths: dict[str, str]) -> LinkSite:
+def _site(vault: AppState, link: LinkRow) -> LinkSite:
     return LinkSite(
-        source=link.source, path=paths.get(link.source, ""), line=link.line, target=link.target
+        source=vault.handle(link.source), path=link.source, line=link.line, target=link.target
     )
 
 
-def _unindexed(
-    root: Path, pages: list[PageRow], shadowed: list[tuple[str, str]]
-) -> list[UnindexedFile]:
-    """Page files on disk that are neither indexed nor shadowed by a collision."""
-    known = {p.path for p in pages if p.path} | {path for path, _ in shadowed}
+def _unindexed(root: Path, pages: list[PageRow]) -> list[UnindexedFile]:
+    """Page files on disk that are not indexed, with why."""
+    known = {p.path for p in pages if p.path}
     found = []
     for rel, st in sorted(scan_files(root).items()):
         if rel in known:
             continue
-        if not slug_from_path(rel):
-            reason = "the name has no letters or digits"
-        elif st.size > MAX_FILE_BYTES:
+        if st.size > MAX_FILE_BYTES:
             reason = f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MB limit"
         else:
             reason = "it could not be read"

@@ -20,7 +20,7 @@ from lore_mcp import frontmatter, links
 from lore_mcp.config import LARGE_PASS_FILES, LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
 from lore_mcp.errors import VaultError
 from lore_mcp.index import LinkRow, PageRow
-from lore_mcp.slugs import is_hidden, slug_from_path, slugify, target_key, title_from_path
+from lore_mcp.slugs import is_hidden, path_key, target_key, title_from_path
 
 log = logging.getLogger(__name__)
 
@@ -98,33 +98,34 @@ def parse(
     """A page file's row, text, links, aliases and tags."""
     text, bad = decode(data)
     text = text.removeprefix("\ufeff")
-    slug = slug_from_path(rel_path)
     row = PageRow(
-        slug, title_from_path(rel_path), rel_path, size, mtime_ns, content_hash(data), bad
+        rel_path, title_from_path(rel_path), rel_path, size, mtime_ns, content_hash(data), bad
     )
     properties = frontmatter.split(text)
     found = links.scan(text)
     return Parsed(
         row,
         text[properties.end :],
-        page_links(slug, found, others),
+        page_links(rel_path, found, others),
         properties.aliases,
         list(dict.fromkeys(tag for tag in [*properties.tags, *found.tags])),
     )
 
 
-def page_links(slug: str, page: links.Scan, others: OtherFiles | None) -> list[LinkRow]:
-    """The links of page `slug` that can be graph edges, in order: not to a heading of
-    the same page, not to an attachment, with a page-like target."""
+def page_links(source: str, page: links.Scan, others: OtherFiles | None) -> list[LinkRow]:
+    """The links of the page `source` (its path) that can be graph edges, in order: not
+    to a heading of the same page, not to an attachment, with a page-like target."""
     found: list[LinkRow] = []
     for link in page.links:
         if link.is_same_page or link.is_attachment or (others and others.holds(link.target)):
             continue
-        key = target_key(link.target, slug)
+        key = target_key(link.target, source)
         if key is None:
             continue
         context = page.line_text(link.line).strip()[:MAX_CONTEXT_CHARS]
-        found.append(LinkRow(slug, link.target, link.line, context, key.path, key.exact, ""))
+        found.append(
+            LinkRow(source, link.target, link.line, context, key.path, key.exact, key.fold, "")
+        )
     return found
 
 
@@ -182,8 +183,8 @@ def _read_chunk(
 
 
 def spelled_on_disk(root: Path, rel: str) -> str:
-    """`rel` with each folder spelled as the existing folder of the same slug is: a new
-    page in `projects/` lands in `Projects/` when that is there."""
+    """`rel` with each folder spelled as the existing folder of that name is, ignoring
+    case: a new page in `projects/` lands in `Projects/` when that is there."""
     *folders, name = rel.split("/")
     spelled: list[str] = []
     for segment in folders:
@@ -195,7 +196,7 @@ def spelled_on_disk(root: Path, rel: str) -> str:
             names = sorted(e.name for e in os.scandir(here) if e.is_dir(follow_symlinks=False))
         except OSError:
             names = []
-        same = (n for n in names if not n.startswith(".") and slugify(n) == slugify(segment))
+        same = (n for n in names if not n.startswith(".") and path_key(n) == path_key(segment))
         spelled.append(next(same, segment))
     return "/".join([*spelled, name])
 

@@ -1,30 +1,52 @@
-"""Which page a name given to a tool means.
+"""Which page a name given to a tool means (SPEC §2).
 
-Reads find a page as readily as they can: the exact slug, then (for a bare name, or a
-path not anchored with `./` or `/`) the page of that name in any folder, placeholders,
-then a looser spelling; the other candidates are listed. Writes name exactly one file:
-an explicit path (a folder part, a leading `./` or `/`, a trailing `.md`) means that
-place; a bare name means the page of that slug, else the unique page of that name in
-any folder, else a new page at the top. A placeholder is filled only by its own slug. A
-write never lands on a page through a loose match; an ambiguous name fails with the
-candidates.
+A name is parsed once (`slugs.parse_name`) and looked up in the sets of pages (by
+path) and placeholders (by key), by these rules in this order:
+
+1. `path`: an exact path, with or without `.md`, `./` or `/`: exact case first, then
+   ignoring case when that is one file; or the page's own slug (a handle tools show);
+2. `title`: for a bare name, an exact file name in any folder, ignoring case, ties
+   broken as Obsidian breaks them for links;
+3. `placeholder`: the key or slug of a placeholder (nothing is written over by
+   filling one);
+
+and for reads only, then 4. `alias`, a frontmatter alias, and 5. `slug`, the slug form
+of the name (`my_page` finds `My Page.md`), the lore engine's "ask by name".
+
+A write needs rule 1 or 2 and one file (or fills a placeholder): a name several files
+answer to is refused with them, and a bare name that only matches a page by rule 4 or 5
+is refused, naming that page and what to send for either intent. A name that matches
+nothing is a new page, whose name must be a file name Obsidian accepts.
 """
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Literal
 
-from lore_mcp.errors import AmbiguousNameError, PageNotFoundError
-from lore_mcp.slugs import (
-    Key,
-    file_path_for,
-    parse_name,
-    pick_candidate,
-    slug_from_path,
+from lore_mcp.errors import (
+    AmbiguousNameError,
+    InvalidNameError,
+    LooseNameError,
+    PageNotFoundError,
 )
+from lore_mcp.slugs import Name, file_name, new_file_path, parse_name, pick, strip_md
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.files import spelled_on_disk
+
+Rule = Literal["path", "title", "placeholder", "alias", "slug"]
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What a name means: a page's path or a placeholder's key, by which rule, and the
+    other pages it could have meant (paths)."""
+
+    key: str
+    rule: Rule
+    alternatives: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,113 +54,162 @@ class Target:
     """The one file a write lands on."""
 
     rel: str
-    slug: str
-    exists: bool  # the file is there
+    exists: bool  # the file is there (and is a page)
     placeholder: bool = False  # the write fills a placeholder
-    indexed: bool = True  # False for a file passed over: another file holds its slug
 
 
-def for_reading(vault: AppState, name: str) -> tuple[str, list[str]]:
-    """The slug a read of `name` means, and what else it could have meant (slugs, and
-    the files that share the chosen slug)."""
-    parsed = parse_name(name)
-    anchored = name.strip().replace("\\", "/").startswith(("./", "/"))
-    key = parsed.key if anchored else Key(parsed.key.path, exact=False)
-    for found in (
-        vault.pages.matches(key),
-        vault.placeholders.matches(key),
-        vault.pages.matches_loosely(key),
-    ):
-        if found:
-            chosen = found[0] if len(found) == 1 else pick_candidate(found, None)
-            others = [slug for slug in found if slug != chosen]
-            return chosen, others + sharing(vault, chosen)
-    raise PageNotFoundError(name, suggest(vault, parsed.key))
+def _chosen(rule: Rule, found: list[str], best: str) -> Found:
+    return Found(best, rule, [path for path in found if path != best])
 
 
-def sharing(vault: AppState, slug: str) -> list[str]:
-    """The files passed over because the page `slug` holds their slug."""
-    return [path for path, shadowed in vault.index.pages.shadowed() if shadowed == slug]
+def _by_path(vault: AppState, name: Name) -> Found | None:
+    """Rule 1: the file at exactly this path (exact case first), or the page whose slug
+    the name is."""
+    found = vault.pages.at(name.key.path)
+    wanted = unicodedata.normalize("NFC", name.text)
+    same_case = [p for p in found if unicodedata.normalize("NFC", strip_md(p)) == wanted]
+    if same_case:
+        return _chosen("path", found, same_case[0])
+    if found:
+        return _chosen("path", found, found[0])
+    if name.text == name.key.fold:
+        held = vault.pages.slugged(name.key.fold, exact=True)
+        if len(held) == 1:
+            return Found(held[0], "path")
+    return None
 
 
-def passed_over(vault: AppState, name: str) -> str | None:
-    """The file an explicit path names exactly, when it is one passed over for its slug."""
-    parsed = parse_name(name)
-    if not parsed.explicit or not (shared := sharing(vault, parsed.key.path)):
+def _by_title(vault: AppState, name: Name) -> Found | None:
+    """Rule 2: a bare name is the file name of pages in any folder."""
+    if name.explicit:
         return None
-    rel = spelled_on_disk(vault.root, file_path_for(name))
-    return rel if rel in shared else None
+    found = vault.pages.titled(name.key.path)
+    return _chosen("title", found, pick(found, None)) if found else None
+
+
+def _by_placeholder(vault: AppState, name: Name) -> Found | None:
+    """Rule 3: the placeholder with this key, else the one with this slug."""
+    if name.key.path in vault.placeholders:
+        return Found(name.key.path, "placeholder")
+    found = vault.placeholders.slugged(name.key.fold, exact=True) if name.key.fold else []
+    return _chosen("placeholder", found, found[0]) if found else None
+
+
+def _loosely(vault: AppState, name: Name) -> Found | None:
+    """Rules 4 and 5, for reads: a frontmatter alias, then the slug form."""
+    found = vault.aliases.pages(name.key.path)
+    if found:
+        return _chosen("alias", found, pick(found, None))
+    if not name.key.fold:
+        return None
+    exact = name.explicit and name.given.strip().startswith(("./", "/"))
+    found = vault.pages.slugged(name.key.fold, exact=exact)
+    if found:
+        return _chosen("slug", found, pick(found, None))
+    found = vault.placeholders.slugged(name.key.fold, exact=exact)
+    return _chosen("slug", found, found[0]) if found else None
+
+
+def find(vault: AppState, name: str) -> Found:
+    """The page or placeholder a read of `name` means, by the first rule that finds one."""
+    parsed = parse_name(name)
+    for rule in (_by_path, _by_title, _by_placeholder, _loosely):
+        if (found := rule(vault, parsed)) is not None:
+            return found
+    raise PageNotFoundError(name, suggest(vault, parsed))
 
 
 def for_writing(vault: AppState, name: str) -> Target:
     """The file a save of `name` writes: a page, a placeholder to fill, or a new file."""
     parsed = parse_name(name)
-    slug = parsed.key.path
-    if (rel := passed_over(vault, name)) is not None:
-        return Target(rel, slug, exists=True, indexed=False)
-    if parsed.explicit:
-        if slug in vault.pages:
-            return _page(vault, name, slug, explicit=True)
-        rel = spelled_on_disk(vault.root, file_path_for(name))
-        return Target(
-            rel, slug_from_path(rel), exists=False, placeholder=slug in vault.placeholders
+    found = _by_path(vault, parsed) or _by_title(vault, parsed)
+    if found is not None and found.alternatives:
+        raise AmbiguousNameError(name, [found.key, *found.alternatives])
+    if found is not None:
+        return Target(found.key, exists=True)
+    if (held := _by_placeholder(vault, parsed)) is not None:
+        return Target(_fill_path(vault, held.key), exists=False, placeholder=True)
+    close = None if parsed.explicit else _loosely(vault, parsed)
+    if close is not None and close.key in vault.pages:
+        raise _loose(vault, parsed, close)
+    return Target(_new_path(vault, parsed), exists=False)
+
+
+def _loose(vault: AppState, name: Name, close: Found) -> LooseNameError:
+    """The refusal of a write whose name only matches `close` loosely, with what to
+    send to create a new page instead (a path, which names exactly one place)."""
+    try:
+        new_file_path(name)
+        new: str | None = name.text + ".md"
+    except InvalidNameError:
+        safe = file_name(name.text.rpartition("/")[2])
+        new = (
+            f"{safe}.md"
+            if safe and safe.lower() != close.key.rpartition("/")[2][:-3].lower()
+            else None
         )
-    if slug in vault.pages:
-        return _page(vault, name, slug)
-    if slug in vault.placeholders:
-        return Target(_fill_path(vault, slug), slug, exists=False, placeholder=True)
-    found = vault.pages.matches(parsed.key)
-    if len(found) > 1:
-        raise AmbiguousNameError(name, found)
-    if found:
-        return _page(vault, name, found[0])
-    rel = file_path_for(name)
-    return Target(rel, slug_from_path(rel), exists=False)
+    return LooseNameError(name.given, close.key, close.rule, new)
 
 
-def existing(vault: AppState, name: str) -> Target:
-    """The file a delete or rename of `name` acts on; it must be there."""
-    target = for_writing(vault, name)
-    if not target.exists:
-        raise PageNotFoundError(name, suggest(vault, parse_name(name).key))
-    return target
+def existing(vault: AppState, name: str, *, placeholders_too: bool = False) -> Target:
+    """The page file a delete or rename of `name` acts on; it must be there, and the name
+    must be its path or its title (rules 1 and 2). A name several files answer to is
+    refused with them, as for any write. With
+    `placeholders_too`, a placeholder's name answers a target that does not exist."""
+    parsed = parse_name(name)
+    found = _by_path(vault, parsed) or _by_title(vault, parsed)
+    if found is not None and found.alternatives:
+        raise AmbiguousNameError(name, [found.key, *found.alternatives])
+    if found is not None:
+        return Target(found.key, exists=True)
+    if placeholders_too and (held := _by_placeholder(vault, parsed)) is not None:
+        return Target(held.key, exists=False, placeholder=True)
+    close = None if parsed.explicit else _loosely(vault, parsed)
+    if close is not None and close.key in vault.pages:
+        raise _loose(vault, parsed, close)
+    raise PageNotFoundError(name, suggest(vault, parsed))
 
 
-def _page(vault: AppState, name: str, slug: str, explicit: bool = False) -> Target:
-    """The page `slug` holds, unless other files share the slug and `name` is not the
-    exact path of the one that holds it."""
-    row = vault.index.pages.get(slug)
-    assert row is not None and row.path is not None, slug
-    if (others := sharing(vault, slug)) and not (
-        explicit and spelled_on_disk(vault.root, file_path_for(name)) == row.path
-    ):
-        raise AmbiguousNameError(name, [row.path, *others])
-    return Target(row.path, slug, exists=True)
+def _new_path(vault: AppState, name: Name) -> str:
+    return spelled_on_disk(vault.root, new_file_path(name))
 
 
-def _fill_path(vault: AppState, slug: str) -> str:
+def _fill_path(vault: AppState, key: str) -> str:
     """The file a filled placeholder gets: named as its first link wrote it (made safe
-    for a file name), in the folder of its slug, spelled as that folder is on disk."""
-    row = vault.index.pages.get(slug)
-    title = row.title if row is not None else slug.rpartition("/")[2]
-    folder = slug.rpartition("/")[0]
-    written = vault.index.links.first_targets([slug]).get(slug, "")
+    for a file name), in the folder of its key, spelled as that folder is on disk."""
+    row = vault.index.pages.get(key)
+    title = row.title if row is not None else key.rpartition("/")[2]
+    folder = key.rpartition("/")[0]
+    written = vault.index.links.first_targets([key]).get(key, "")
     if not written.strip().startswith(("./", "../", "/")):
         written_folder = written.replace("\\", "/").rpartition("/")[0].strip("/")
-        if written_folder and slug_from_path(written_folder) == folder:
+        if written_folder and written_folder.lower() == folder:
             folder = written_folder
-    return spelled_on_disk(vault.root, file_path_for(f"{folder}/{title}" if folder else title))
+    safe = parse_name(_safe_title(f"{folder}/{title}" if folder else title))
+    return spelled_on_disk(vault.root, new_file_path(safe))
 
 
-def suggest(vault: AppState, key: Key, count: int = 5, substrings: bool = True) -> list[str]:
-    """Up to `count` existing slugs spelled like `key` (then, with `substrings`, those
-    that contain it)."""
-    last = key.path.rpartition("/")[2]
-    sets = (vault.pages, vault.placeholders)
-    rated = {pair for slugs in sets for pair in slugs.close_names(last, count)}
-    close = [name for _, name in heapq.nlargest(count, rated)]
-    found = [s for name in [last, *close] for slugs in sets for s in slugs.named(name)]
-    found = list(dict.fromkeys([*vault.pages.matches_loosely(key), *found]))
-    if substrings and len(found) < count:
-        found += sorted(s for s in vault.pages if last and last in s and s not in found)
-    return found[:count]
+def _safe_title(text: str) -> str:
+    return "/".join(file_name(part) or "Untitled" for part in text.split("/"))
+
+
+def suggest(vault: AppState, name: Name, count: int = 5, substrings: bool = True) -> list[str]:
+    """Up to `count` pages or placeholders (as tools name them) spelled like `name`
+    (then, with `substrings`, those whose slug contains it)."""
+    last = name.key.fold.rpartition("/")[2]
+    found: list[str] = list(vault.pages.slugged(name.key.fold)) if name.key.fold else []
+    if last:
+        rated = set(vault.pages.close_titles(last, count))
+        close = [title for _, title in heapq.nlargest(count, rated)]
+        found += [p for title in close for p in vault.pages.with_slug_title(title)]
+        found += [
+            k
+            for _, title in vault.placeholders.close_titles(last, count)
+            for k in vault.placeholders.slugged(title)
+        ]
+    handles = list(dict.fromkeys(vault.handle(key) for key in found))
+    if substrings and last and len(handles) < count:
+        handles += sorted(
+            h for p in vault.pages if last in (h := vault.pages.handle(p)) and h not in handles
+        )
+    return handles[:count]

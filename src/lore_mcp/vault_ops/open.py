@@ -22,7 +22,6 @@ from lore_mcp.config import MAX_FILE_BYTES
 from lore_mcp.errors import FileVanishedError, VaultError
 from lore_mcp.index import Patience
 from lore_mcp.models import SyncReport
-from lore_mcp.slugs import slug_from_path
 from lore_mcp.vault_ops import apply, journal, sync
 from lore_mcp.vault_ops.core import AppState, open_index
 from lore_mcp.vault_ops.files import ignored, scan_files
@@ -120,11 +119,10 @@ def resync(vault: AppState) -> SyncReport:
 def changed_on_disk(vault: AppState) -> list[str]:
     """The page files whose size or modification time is not what the index holds,
     the new ones and the indexed ones that are gone: found by stat alone, with no write
-    lock. Files the index passes over on purpose (a slug taken, no name, too large)
-    are not counted as changed."""
+    lock. Files the index passes over on purpose (too large) are not counted as
+    changed."""
     with reading(vault):
         known = vault.index.pages.stamps()
-        passed_over = {path for path, _ in vault.index.pages.shadowed()}
     found = scan_files(vault.root, warn=False)
     changed = [rel for rel in known if rel not in found]
     for rel, stamp in found.items():
@@ -132,7 +130,7 @@ def changed_on_disk(vault: AppState) -> list[str]:
         if row is not None:
             if (row.size, row.mtime_ns) != stamp:
                 changed.append(rel)
-        elif rel not in passed_over and slug_from_path(rel) and stamp.size <= MAX_FILE_BYTES:
+        elif stamp.size <= MAX_FILE_BYTES:
             changed.append(rel)
     return sorted(changed)
 

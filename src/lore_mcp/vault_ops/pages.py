@@ -21,6 +21,7 @@ from lore_mcp.errors import (
     UnsafePathError,
     VaultError,
 )
+from lore_mcp.index import LinkRow
 from lore_mcp.markdown import split_lines
 from lore_mcp.models import (
     DeleteResult,
@@ -29,7 +30,7 @@ from lore_mcp.models import (
     PageView,
     SaveResult,
 )
-from lore_mcp.slugs import parse_name, slug_from_path, title_from_path
+from lore_mcp.slugs import path_key, title_from_path
 from lore_mcp.vault_ops import apply, files, history, names, sync
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.open import reading, writing
@@ -50,27 +51,23 @@ def read_source(vault: AppState, name: str) -> tuple[PageView, bytes | None]:
 
 def _read(vault: AppState, name: str, offset: int, column: int) -> tuple[PageView, bytes | None]:
     with reading(vault):
-        if (rel := names.passed_over(vault, name)) is not None:
-            found = read_bytes(vault, rel)
-            view = _view(slug_from_path(rel), title_from_path(rel), rel, found, at=(offset, column))
-            holder = vault.index.pages.get(view.slug)
-            holds = holder.path if holder else None
-            return view.model_copy(update={"passed_over_for": holds}), found
-        slug, alternatives = names.for_reading(vault, name)
-        row = vault.index.pages.get(slug)
+        found = names.find(vault, name)
+        row = vault.index.pages.get(found.key)
         if row is None:
             raise PageNotFoundError(name)
         data = None if row.path is None else read_bytes(vault, row.path)
-        view = _view(slug, row.title, row.path, data, at=(offset, column))
+        view = _view(vault.handle(found.key), row.title, row.path, data, at=(offset, column))
         update = {
-            "tags": vault.index.pages.tags_of(slug),
+            "tags": vault.index.pages.tags_of(found.key),
             "is_placeholder": row.is_placeholder,
             "backlinks": [
-                PageRef(slug=s, title=vault.graph.title(s)) for s in vault.graph.linking_to(slug)
+                PageRef(slug=vault.handle(s), title=vault.graph.title(s))
+                for s in vault.graph.linking_to(found.key)
             ],
-            "backlink_count": vault.graph.in_degree(slug),
-            "links": [link for link in outgoing(vault, slug) if link.line > offset],
-            "alternatives": alternatives,
+            "backlink_count": vault.graph.in_degree(found.key),
+            "links": [link for link in outgoing(vault, found.key) if link.line > offset],
+            "matched_by": found.rule,
+            "alternatives": found.alternatives,
         }
         return view.model_copy(update=update), data
 
@@ -119,18 +116,45 @@ def _view(
     )
 
 
-def outgoing(vault: AppState, slug: str) -> list[OutgoingLink]:
-    """The links written in a page, with where each resolves."""
+def outgoing(vault: AppState, page: str) -> list[OutgoingLink]:
+    """The links written in a page, with where each resolves, and for a link Obsidian
+    will not follow (a loose one, or an alias) the link to write instead."""
     return [
         OutgoingLink(
             target=link.target,
-            slug=link.resolved,
+            slug=vault.handle(link.resolved),
             exists=link.resolved in vault.pages,
             line=link.line,
             ambiguous=link.ambiguous,
+            loose=link.loose,
+            note=link_advice(vault, link),
         )
-        for link in vault.index.links.from_page(slug)
+        for link in vault.index.links.from_page(page)
     ]
+
+
+def link_advice(vault: AppState, link: LinkRow) -> str | None:
+    """What to write instead of a link Obsidian will not follow: one only the slug form
+    resolves (`[[my_page]]` for `My Page.md`), or a bare alias."""
+    if link.loose:
+        form = shortest_link(vault, link.resolved)
+        return f"Obsidian will not follow this link; write [[{form}]]"
+    if link.resolved in vault.placeholders and (pages := vault.aliases.pages(link.key)):
+        alias = link.target.strip().rpartition("/")[2]
+        return (
+            f"An alias does not resolve a link (Obsidian's rule); write "
+            f"[[{shortest_link(vault, pages[0])}|{alias}]]"
+        )
+    return None
+
+
+def shortest_link(vault: AppState, page: str) -> str:
+    """The shortest link target that leads to `page` from anywhere: its file name when
+    no other file has it, else its path (without `.md`)."""
+    title = title_from_path(page)
+    if vault.pages.titled(path_key(title)) == [page]:
+        return title
+    return page[:-3] if page.lower().endswith(".md") else page
 
 
 def read_bytes(vault: AppState, rel: str) -> bytes:
@@ -299,16 +323,16 @@ def _put(
                 door=who.door,
                 tool=who.tool,
                 mode=who.mode,
-                slug=target.slug,
+                slug=vault.handle(target.rel),
                 path=target.rel,
                 before=None if current is None else audit.data_hash(current),
                 after=audit.data_hash(data),
-                placeholders_created=applied.created,
-                placeholders_removed=applied.removed,
+                placeholders_created=vault.handles(applied.created),
+                placeholders_removed=vault.handles(applied.removed),
             ),
         )
     return SaveResult(
-        slug=target.slug,
+        slug=vault.handle(target.rel),
         title=title_from_path(target.rel),
         path=target.rel,
         created=current is None and not target.placeholder,
@@ -317,9 +341,9 @@ def _put(
         mode=who.mode or "replace",
         hash=files.content_hash(data),
         history_path=kept,
-        links=outgoing(vault, target.slug) if target.indexed else [],
-        placeholders_created=applied.created,
-        placeholders_removed=applied.removed,
+        links=outgoing(vault, target.rel),
+        placeholders_created=vault.handles(applied.created),
+        placeholders_removed=vault.handles(applied.removed),
     )
 
 
@@ -329,13 +353,13 @@ def delete_page(
     """Delete the page's file, its last version kept in the history, and drop it from
     index and graph. If other pages still link to it, it stays on as a placeholder."""
     with writing(vault):
-        parsed = parse_name(name)
-        if parsed.key.path in vault.placeholders and parsed.key.path not in vault.pages:
+        target = names.existing(vault, name, placeholders_too=True)
+        if not target.exists:
             raise VaultError(
                 f"{name!r} is a placeholder: no file exists, so there is nothing to "
                 "delete. It goes away by itself when no page links to it."
             )
-        target = names.existing(vault, name)
+        handle = vault.handle(target.rel)
         current = read_bytes(vault, target.rel)
         check_expected(target.rel, current, expected_hash)
         kept = history.keep(vault.root, target.rel, current, "delete_page", door)
@@ -351,20 +375,20 @@ def delete_page(
             audit.AuditRecord(
                 door=door,
                 tool="delete_page",
-                slug=target.slug,
+                slug=handle,
                 path=target.rel,
                 before=audit.data_hash(current),
                 after=None,
                 history_path=kept,
-                placeholders_created=applied.created,
-                placeholders_removed=applied.removed,
+                placeholders_created=vault.handles(applied.created),
+                placeholders_removed=vault.handles(applied.removed),
             ),
         )
         return DeleteResult(
-            slug=target.slug,
+            slug=handle,
             path=target.rel,
             history_path=kept,
-            became_placeholder=target.slug in vault.placeholders,
-            placeholders_created=applied.created,
-            placeholders_removed=applied.removed,
+            became_placeholder=bool(applied.created),
+            placeholders_created=vault.handles(applied.created),
+            placeholders_removed=vault.handles(applied.removed),
         )

@@ -26,7 +26,7 @@ from lore_mcp.models import (
     TitleMatches,
     VaultShape,
 )
-from lore_mcp.slugs import Key, name_key, slugify
+from lore_mcp.slugs import parse_name, slug_from_path
 from lore_mcp.vault_ops import names
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.open import reading
@@ -48,7 +48,7 @@ def list_pages(
     """Pages, optionally under one folder, a page of them at a time: by slug, or by
     modification time (the latest first), each with when its file was last modified."""
     with reading(vault):
-        prefix = name_key(folder).path + "/" if folder.strip().strip("/") else ""
+        prefix = _folder(folder)
         table = vault.index.pages
         if prefix:
             total = table.count_under(prefix, include_placeholders)
@@ -64,15 +64,22 @@ def list_pages(
         )
 
 
-def _summary(vault: AppState, slug: str, mtime_ns: int) -> PageSummary:
-    node = vault.graph.node(slug)
-    assert node is not None, slug
+def _folder(folder: str) -> str:
+    """The slug prefix of a folder's pages, with a `/`; empty for the whole vault."""
+    if not folder.strip().strip("/\\"):
+        return ""
+    return parse_name(folder).key.fold + "/"
+
+
+def _summary(vault: AppState, key: str, mtime_ns: int) -> PageSummary:
+    node = vault.graph.node(key)
+    assert node is not None, key
     return PageSummary(
-        slug=slug,
+        slug=vault.handle(key),
         title=node.title,
         is_placeholder=node.is_placeholder,
-        links_out=vault.graph.out_degree(slug),
-        links_in=vault.graph.in_degree(slug),
+        links_out=vault.graph.out_degree(key),
+        links_in=vault.graph.in_degree(key),
         modified=None if node.is_placeholder else iso_time(mtime_ns),
     )
 
@@ -101,7 +108,7 @@ def search(vault: AppState, query: str, limit: int = 10) -> SearchResults:
             tagged = holding if tagged is None else tagged & holding
         if tagged is not None and not words.strip():
             hits = [
-                SearchHit(slug=s, title=vault.graph.title(s), snippet="", score=1.0)
+                SearchHit(slug=vault.handle(s), title=vault.graph.title(s), snippet="", score=1.0)
                 for s in sorted(tagged)[:limit]
             ]
             return SearchResults(query=query, hits=hits)
@@ -109,9 +116,11 @@ def search(vault: AppState, query: str, limit: int = 10) -> SearchResults:
         wanted = limit if tagged is None else max(limit, 200)
         found = finder.search(table, table.stemmer, words, wanted, len(vault.pages))
         hits = [
-            SearchHit(slug=r.slug, title=r.title, snippet=r.snippet, score=round(r.score, 4))
+            SearchHit(
+                slug=vault.handle(r.key), title=r.title, snippet=r.snippet, score=round(r.score, 4)
+            )
             for r in found
-            if tagged is None or r.slug in tagged
+            if tagged is None or r.key in tagged
         ]
         return SearchResults(query=query, hits=hits[:limit])
 
@@ -121,46 +130,49 @@ def search_titles(vault: AppState, query: str, limit: int = 20) -> TitleMatches:
     _check_query(query)
     with reading(vault):
         text = query.strip().lower()
-        wanted = "/".join(p for p in (slugify(x) for x in text.replace("\\", "/").split("/")) if p)
-        if not wanted:
+        wanted = slug_from_path(text)
+        if not wanted and not text:
             return TitleMatches(query=query, matches=[])
         table = vault.index.pages
-        keys = list(dict.fromkeys((wanted, text)))  # the slug form and the title form
+        keys = [k for k in dict.fromkeys((wanted, text)) if k]  # the slug form and the title form
         kinds: dict[str, str] = {}
         for kind, lookup in (
             ("exact", table.named),
             ("prefix", table.named_starting),
             ("substring", table.named_containing),
         ):
-            found = {slug for key in keys for slug in lookup(key, limit)}
-            for slug in sorted(found - set(kinds)):
-                kinds[slug] = kind
+            found = {page for key in keys for page in lookup(key, limit)}
+            for page in sorted(found - set(kinds), key=lambda p: (vault.handle(p), p)):
+                kinds[page] = kind
             if len(kinds) >= limit:
                 break
-        if not kinds:
-            kinds = dict.fromkeys(
-                names.suggest(vault, Key(wanted, False), limit, substrings=False), "fuzzy"
-            )
-        return TitleMatches(
-            query=query, matches=[_title_match(vault, s, k) for s, k in list(kinds.items())[:limit]]
-        )
+        matches = [_title_match(vault, s, k) for s, k in list(kinds.items())[:limit]]
+        if not matches and wanted:
+            close = names.suggest(vault, parse_name(wanted), limit, substrings=False)
+            matches = [_title_match(vault, names.find(vault, h).key, "fuzzy") for h in close]
+        return TitleMatches(query=query, matches=matches)
 
 
-def _title_match(vault: AppState, slug: str, kind: str) -> TitleMatch:
-    node = vault.graph.node(slug)
-    assert node is not None, slug
-    return TitleMatch(slug=slug, title=node.title, is_placeholder=node.is_placeholder, match=kind)  # type: ignore[arg-type]
+def _title_match(vault: AppState, key: str, kind: str) -> TitleMatch:
+    node = vault.graph.node(key)
+    assert node is not None, key
+    return TitleMatch(
+        slug=vault.handle(key),
+        title=node.title,
+        is_placeholder=node.is_placeholder,
+        match=kind,  # type: ignore[arg-type]
+    )
 
 
 def get_backlinks(vault: AppState, name: str, include_unlinked: bool = False) -> Backlinks:
     """Lines in other pages that link here (one row per line, with how many links to
     the page it holds); optionally lines that mention the title without linking."""
     with reading(vault):
-        slug, _ = names.for_reading(vault, name)
+        slug = names.find(vault, name).key
         title = vault.graph.title(slug)
         linked = [
             Backlink(
-                slug=source,
+                slug=vault.handle(source),
                 title=vault.graph.title(source),
                 line=line,
                 text=first.context,
@@ -172,7 +184,7 @@ def get_backlinks(vault: AppState, name: str, include_unlinked: bool = False) ->
         ]
         names_of = [title, *vault.index.pages.aliases_of([slug])[slug]]
         unlinked = _mentions(vault, slug, names_of) if include_unlinked else None
-        return Backlinks(slug=slug, title=title, linked=linked, unlinked=unlinked)
+        return Backlinks(slug=vault.handle(slug), title=title, linked=linked, unlinked=unlinked)
 
 
 def _mentions(vault: AppState, slug: str, names_of: list[str]) -> list[Backlink]:
@@ -190,7 +202,13 @@ def _mentions(vault: AppState, slug: str, names_of: list[str]) -> list[Backlink]
         except LoreError:
             continue
         found += [
-            Backlink(slug=source, title=row.title, line=line, text=line_text.strip(), links=0)
+            Backlink(
+                slug=vault.handle(source),
+                title=row.title,
+                line=line,
+                text=line_text.strip(),
+                links=0,
+            )
             for line, line_text in mentions.find_mentions(text, *names_of)
         ]
     return found
@@ -203,14 +221,14 @@ def get_graph(vault: AppState, name: str | None = None, depth: int = 1) -> Graph
     with reading(vault):
         if name is None or not name.strip():
             return GraphResult(shape=_shape(vault))
-        slug, _ = names.for_reading(vault, name)
+        slug = names.find(vault, name).key
         seen, edges = vault.graph.neighbourhood(slug, depth)
         nodes = []
         for node_slug, hops in sorted(seen.items(), key=lambda kv: (kv[1], kv[0])):
             node = vault.graph.node(node_slug)
             nodes.append(
                 GraphNode(
-                    slug=node_slug,
+                    slug=vault.handle(node_slug),
                     title=node.title if node else node_slug,
                     is_placeholder=bool(node and node.is_placeholder),
                     depth=hops,
@@ -218,10 +236,10 @@ def get_graph(vault: AppState, name: str | None = None, depth: int = 1) -> Graph
             )
         return GraphResult(
             neighbourhood=Neighbourhood(
-                center=slug,
+                center=vault.handle(slug),
                 depth=depth,
                 nodes=nodes,
-                edges=[GraphEdge(source=a, target=b) for a, b in edges],
+                edges=[GraphEdge(source=vault.handle(a), target=vault.handle(b)) for a, b in edges],
             )
         )
 
@@ -232,15 +250,15 @@ def _shape(vault: AppState) -> VaultShape:
     unreferenced = graph.unreferenced()
 
     def counted(pairs: list[tuple[str, int]]) -> list[LinkedCount]:
-        return [LinkedCount(slug=s, title=graph.title(s), count=n) for s, n in pairs]
+        return [LinkedCount(slug=vault.handle(s), title=graph.title(s), count=n) for s, n in pairs]
 
     return VaultShape(
         pages=len(vault.pages),
         placeholders=len(vault.placeholders),
         links=graph.edge_count(),
-        orphans=orphans[:SHAPE_LIST_LIMIT],
+        orphans=sorted(vault.handles(orphans))[:SHAPE_LIST_LIMIT],
         orphan_count=len(orphans),
-        unreferenced=unreferenced[:SHAPE_LIST_LIMIT],
+        unreferenced=sorted(vault.handles(unreferenced))[:SHAPE_LIST_LIMIT],
         unreferenced_count=len(unreferenced),
         most_linked=counted(graph.most_linked(10, placeholders=False)),
         unresolved=counted(graph.most_linked(SHAPE_LIST_LIMIT, placeholders=True)),

@@ -1,12 +1,13 @@
 """Renaming and moving a page, and rewriting links so that they keep their meaning.
 
 Every link that could lead elsewhere once the page moves is resolved twice, before and
-after, the way Obsidian's own link update works: a link to the page is rewritten when
-its text no longer names the page as written (same slug or not); a link to another
-page that the move would capture, or the moved page's own relative links, are
-rewritten to keep their target. A link that led nowhere and now leads to the page is
-left, and listed as retargeted. Rewrites keep each link's form (relative, rooted or a
-path tail; URL-encoded or in `<>`; alias, heading and `!` untouched).
+after, by Obsidian's rules: a link that leads to the same page before and after is
+left byte for byte; a link to the page that no longer leads to it is rewritten to the
+new name as given; a link to another page that the move would capture, or the moved
+page's own relative links, are rewritten to keep their target. A link that led nowhere
+and now leads to the page is left, and listed as retargeted. Rewrites keep each link's
+form (relative, rooted or a path tail; URL-encoded or in `<>`; alias, heading and `!`
+untouched).
 
 Every file the rename changes is kept in the history first; then the moves and the new
 bytes are written down (`journal`) before any file changes, so the rename happens as one.
@@ -15,7 +16,6 @@ bytes are written down (`journal`) before any file changes, so the rename happen
 from __future__ import annotations
 
 import posixpath
-import unicodedata
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -23,13 +23,14 @@ from lore_mcp import audit, links
 from lore_mcp.errors import InvalidArgumentError, PageExistsError, VaultError
 from lore_mcp.models import RenameResult, RetargetedLink
 from lore_mcp.slugs import (
-    Aliases,
-    SlugSet,
-    file_path_for,
+    PageSet,
+    Resolution,
+    new_file_path,
+    parent,
     parse_name,
+    path_key,
     resolve,
     slug_from_path,
-    slugify,
     suffixes,
     target_key,
     title_from_path,
@@ -52,22 +53,22 @@ def rename_page(
     """Move a page to a new title or `folder/New Title`, rewriting links so they keep
     their meaning. Kept in the history, recorded in the audit log."""
     with writing(vault):
-        source = names.existing(vault, name)
-        old_rel, old_slug = source.rel, source.slug
+        old_rel = names.existing(vault, name).rel
+        old_handle = vault.handle(old_rel)
         new_rel = spelled_on_disk(vault.root, _new_path(old_rel, new_name))
-        new_slug = slug_from_path(new_rel)
         if new_rel == old_rel:
             raise InvalidArgumentError(f"{name!r} is already called {new_name!r}.")
         check_inside(vault, new_rel)
-        if new_slug != old_slug and (new_slug in vault.pages or (vault.root / new_rel).exists()):
+        taken = [p for p in vault.pages.at(path_key(new_rel)) if p != old_rel]
+        if taken or (new_rel.lower() != old_rel.lower() and (vault.root / new_rel).exists()):
             raise PageExistsError(
-                f"A page named {new_slug!r} already exists. Pick another name, or merge the "
-                "two pages with save_page and delete_page."
+                f"A page {(taken or [new_rel])[0]!r} already exists. Pick another name, or "
+                "merge the two pages with save_page and delete_page."
             )
         current = read_bytes(vault, old_rel)
         check_expected(old_rel, current, expected_hash)
-        plan = _Rewrites(vault, old_slug, old_rel, new_rel) if source.indexed else None
-        texts = plan.texts() if plan else {}
+        plan = _Rewrites(vault, old_rel, new_rel)
+        texts = plan.texts()
         moves = journal.Plan([(old_rel, new_rel)])
         for was, rewrite in texts.items():
             moves.writes[new_rel if was == old_rel else was] = rewrite.after
@@ -81,40 +82,49 @@ def rename_page(
                     history.discard(vault.root, version)
             raise
         applied = sync.sync_files(vault, moves.paths())
-        others = {slug_from_path(rel): rel for rel in texts if rel != old_rel} if plan else {}
+        new_handle = vault.handle(new_rel)
+        others = {vault.handle(rel): rel for rel in texts if rel != old_rel}
         audit.append(
             vault.root,
             audit.renamed(
                 vault.root,
                 door,
-                old=(old_slug, old_rel),
-                new=(new_slug, new_rel),
+                old=(old_handle, old_rel),
+                new=(new_handle, new_rel),
                 others=others,
                 before={rel: audit.data_hash(data) for rel, data in before.items()},
-                placeholders=(applied.created, applied.removed),
+                placeholders=(vault.handles(applied.created), vault.handles(applied.removed)),
             ),
         )
         return RenameResult(
-            old_slug=old_slug,
-            slug=new_slug,
+            old_slug=old_handle,
+            slug=new_handle,
             title=title_from_path(new_rel),
             path=new_rel,
-            rewritten=sorted(new_slug if rel == old_rel else slug_from_path(rel) for rel in texts)
-            if plan
-            else [],
+            rewritten=sorted(vault.handle(new_rel if rel == old_rel else rel) for rel in texts),
             links_rewritten=sum(rewrite.links for rewrite in texts.values()),
-            retargeted=plan.retargeted if plan else [],
+            retargeted=[
+                link.model_copy(
+                    update={
+                        "source": vault.handle(link.source),
+                        "before": vault.handle(link.before),
+                        "after": vault.handle(link.after),
+                    }
+                )
+                for link in plan.retargeted
+            ],
         )
 
 
 def _new_path(old_rel: str, new_name: str) -> str:
     """A new title stays in the page's folder; a path (a folder part, or a leading `/`)
-    is taken from the vault's top."""
+    is taken from the vault's top. It must be a file name Obsidian accepts."""
     text = new_name.strip().replace("\\", "/")
     if "/" in text.removeprefix("./").rstrip("/"):
-        return file_path_for(text)
+        return new_file_path(parse_name(text))
     folder = old_rel.rpartition("/")[0]
-    return file_path_for(f"{folder}/{parse_name(text).text}" if folder else text)
+    title = parse_name(text).text
+    return new_file_path(parse_name(f"{folder}/{title}" if folder else title))
 
 
 class _Rewrite(NamedTuple):
@@ -131,56 +141,40 @@ class _Rewrites:
     """The links a rename must rewrite, page by page."""
 
     vault: AppState
-    old_slug: str
     old_rel: str
     new_rel: str
     retargeted: list[RetargetedLink] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.new_slug = slug_from_path(self.new_rel)
-        self.after = SlugSet(self.vault.pages)
-        self.after.remove(self.old_slug)
-        self.after.add(self.new_slug)
-        self.after_aliases: Aliases = self.vault.aliases.moved(self.old_slug, self.new_slug)
-        self._paths: dict[str, str] = {}
-
-    def path_of(self, slug: str) -> str:
-        """The file of a page (after the rename)."""
-        if slug == self.new_slug:
-            return self.new_rel
-        if slug not in self._paths:
-            row = self.vault.index.pages.get(slug)
-            assert row is not None and row.path is not None, slug
-            self._paths[slug] = row.path
-        return self._paths[slug]
+        self.after = PageSet(self.vault.pages)
+        self.after.remove(self.old_rel)
+        self.after.add(self.new_rel)
 
     def texts(self) -> dict[str, _Rewrite]:
         """Every page with a link to rewrite, by its path before the rename: its bytes
         before and after, and how many links change."""
         table = self.vault.index.links
-        sources = {link.source for link in table.to_page(self.old_slug)} | {self.old_slug}
-        sources |= {link.source for link in table.with_keys(suffixes(self.new_slug))}
-        sources |= {
-            link.source for link in table.with_keys(sorted(self.vault.aliases.of(self.old_slug)))
-        }
+        sources = {link.source for link in table.to_page(self.old_rel)} | {self.old_rel}
+        keys = suffixes(path_key(self.new_rel)) + suffixes(path_key(self.old_rel))
+        folds = [f for f in suffixes(slug_from_path(self.new_rel)) if f]
+        sources |= {link.source for link in table.with_keys(keys, folds)}
         found: dict[str, _Rewrite] = {}
         for source in sorted(sources & set(self.vault.pages)):
-            rel = self.old_rel if source == self.old_slug else self.path_of(source)
-            data = read_bytes(self.vault, rel)
+            data = read_bytes(self.vault, source)
             text = data.decode("utf-8", errors="surrogateescape")
             changes = self._changes(source, text)
             if changes:
                 new = links.replace_spans(text, changes)
-                found[rel] = _Rewrite(
+                found[source] = _Rewrite(
                     data, new.encode("utf-8", errors="surrogateescape"), len(changes)
                 )
         return found
 
     def _changes(self, source: str, text: str) -> dict[tuple[int, int], str]:
-        moved = source == self.old_slug
-        here = self.new_slug if moved else source
-        folder = (self.new_rel if moved else self.path_of(source)).rpartition("/")[0]
-        was_in = self.old_rel.rpartition("/")[0] if moved else folder
+        moved = source == self.old_rel
+        here = self.new_rel if moved else source
+        folder = parent(here)
+        was_in = parent(source)
         changes: dict[tuple[int, int], str] = {}
         for link in links.scan(text).links:
             if link.is_same_page or link.is_attachment:
@@ -188,29 +182,22 @@ class _Rewrites:
             before_key, after_key = target_key(link.target, source), target_key(link.target, here)
             if before_key is None:
                 continue
-            before, _ = resolve(self.vault.pages, self.vault.aliases, before_key, source)
-            after, ambiguous = (  # a relative link may now climb above the vault: nowhere
-                ("", False)
+            before = resolve(self.vault.pages, before_key, source)
+            after = (  # a relative link may now climb above the vault: nowhere
+                Resolution("", placeholder=True)
                 if after_key is None
-                else resolve(self.after, self.after_aliases, after_key, here)
+                else resolve(self.after, after_key, here)
             )
-            if before == self.old_slug:
-                wanted = self.new_slug
-            elif before in self.vault.pages:
-                wanted = before
-            else:  # it led nowhere: a page appearing there is what it waited for
-                if after != before:
-                    self._retarget(source, link, before, after)
+            if before.placeholder:  # it led nowhere: a page appearing there is what it waited for
+                if after.target != before.target:
+                    self._retarget(source, link, before.target, after.target)
                 continue
-            if (
-                after == wanted
-                and not ambiguous
-                and (wanted != self.new_slug or self._names(link, folder))
-            ):
-                continue
+            wanted = self.new_rel if before.target == self.old_rel else before.target
+            if after.target == wanted and (before.loose or not after.loose):
+                continue  # the same page before and after: left byte for byte
             form = self._form(link, wanted, here, (was_in, folder))
             if form is None:
-                self._retarget(source, link, before, after)
+                self._retarget(source, link, before.target, after.target)
             else:
                 changes[(link.start, link.end)] = links.written_as(link, text, form)
         return changes
@@ -222,36 +209,20 @@ class _Rewrites:
             )
         )
 
-    def _names(self, link: links.Link, folder: str) -> bool:
-        """Whether the link's text still names the page as written (Obsidian's reading:
-        by path or file name, ignoring case; or by one of its aliases)."""
-        written = _fold(link.target.replace("\\", "/").strip())
-        if written.endswith(".md"):
-            written = written[:-3]
-        path = _fold(self.new_rel[:-3])
-        if written.startswith(("./", "../")):
-            return posixpath.normpath(posixpath.join(folder, written)) == path
-        if written.startswith("/"):
-            return written[1:] == path
-        if path == written or path.endswith("/" + written):
-            return True
-        key = target_key(link.target)
-        return key is not None and key.path in self.vault.aliases.of(self.old_slug)
-
     def _form(
         self, link: links.Link, wanted: str, here: str, folders: tuple[str, str]
     ) -> str | None:
         """The link's target rewritten to lead to `wanted` from `here`, in the link's own
         form: what it wrote with only the renamed part changed, else relative, rooted,
         or a tail of the path as long as it was (or as short as leads there alone);
-        None when no form does."""
+        None when no form does. The renamed page is named as the new name was given."""
         written = link.target.replace("\\", "/").strip()
         extension = written[-3:] if written.lower().endswith(".md") else ""
         bare = written[: len(written) - len(extension)]
-        path = self.path_of(wanted)[:-3]
+        path = wanted[:-3]
         was_in, folder = folders
         forms = []
-        if wanted == self.new_slug and "/" in bare:
+        if wanted == self.new_rel and "/" in bare:
             forms += [_edited(bare, self.old_rel[:-3], path) or ""]
         if written.startswith(("./", "../")):
             relative = posixpath.relpath(path, folder or ".")
@@ -266,14 +237,18 @@ class _Rewrites:
             depth = min(len(bare.strip("/").split("/")), len(parts))
             lengths = [*range(depth, len(parts) + 1), *range(depth - 1, 0, -1)]
             forms += ["/".join(parts[-n:]) for n in lengths] + ["/" + path]
+        usable = []
         for tail in filter(None, forms):
-            form = _cased_as(written, tail) + extension
+            form = tail + extension
             key = target_key(form, here)
             if not key or not (link.markdown or links.is_valid_target(form)):
                 continue
-            if resolve(self.after, self.after_aliases, key, here) == (wanted, False):
-                return form
-        return None
+            found = resolve(self.after, key, here)
+            if found.target == wanted and not found.loose:
+                if not found.ambiguous:
+                    return form
+                usable.append(form)
+        return usable[0] if usable else None
 
 
 def _edited(written: str, old: str, new: str) -> str | None:
@@ -282,7 +257,7 @@ def _edited(written: str, old: str, new: str) -> str | None:
     new path is not under the folder the written part started from."""
     parts, old_parts, new_parts = written.split("/"), old.split("/"), new.split("/")
     same = 0
-    while same < min(len(parts), len(old_parts)) and slugify(parts[-1 - same]) == slugify(
+    while same < min(len(parts), len(old_parts)) and path_key(parts[-1 - same]) == path_key(
         old_parts[-1 - same]
     ):
         same += 1
@@ -306,14 +281,3 @@ def _climbing(written: str, was_in: str, now_in: str) -> str | None:
         return None
     climb = len(after) - (len(before) - ups)
     return ("../" * climb or "./") + rest
-
-
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFC", text).casefold()
-
-
-def _cased_as(written: str, form: str) -> str:
-    """`form` in lowercase when the link was written so (it still names the page:
-    Obsidian ignores case), so that renaming back restores the link as it was."""
-    letters = [char for char in written if char.isalpha()]
-    return form.lower() if letters and all(char.islower() for char in letters) else form

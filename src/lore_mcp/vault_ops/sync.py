@@ -11,12 +11,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
-from pathlib import Path
 
 from lore_mcp.config import LARGE_PASS_FILES
 from lore_mcp.index import FileStamp
 from lore_mcp.models import SyncReport
-from lore_mcp.slugs import slug_from_path
 from lore_mcp.vault_ops.apply import Applied, apply
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.files import OtherFiles, Parsed, Stamp, inside, read_many, scan_files
@@ -82,75 +80,62 @@ def _sync_unguarded(
     vanished: list[str] = []
 
     def pages() -> Iterator[Parsed]:
-        todo = sorted(plan.todo)
         for done, (rel, page) in enumerate(
-            read_many(vault.root, todo, vault.others, vault.readers), 1
+            read_many(vault.root, plan.todo, vault.others, vault.readers), 1
         ):
-            slug = plan.todo[rel]
             old = plan.known.get(rel)
             if page is None:
-                vanished.append(slug)
+                vanished.append(rel)
                 if old is not None:  # it was indexed: a page is gone
                     counts["removed"] += 1
-            elif old is not None and (old.slug, old.hash) == (slug, page.row.hash):
-                vault.index.pages.touch(slug, page.row.size, page.row.mtime_ns)
+            elif old is not None and old.hash == page.row.hash:
+                vault.index.pages.touch(rel, page.row.size, page.row.mtime_ns)
                 counts["unchanged"] += 1
             else:
-                counts["updated" if old is not None and old.slug == slug else "added"] += 1
+                counts["updated" if old is not None else "added"] += 1
                 yield page
             if progress is not None:
                 progress(done, len(plan.todo))
 
     with vault.index.large_cache() if len(plan.todo) >= LARGE_PASS_FILES else nullcontext():
-        applied = apply(vault, pages(), plan.removals, coming=plan.todo.values())
+        applied = apply(vault, pages(), plan.removals, coming=plan.todo)
     if vanished:
         more = apply(vault, [], vanished)
         applied.created += more.created
         applied.removed += more.removed
-    counts["removed"] += len(plan.removals - set(plan.todo.values()))
+    counts["removed"] += len(plan.removals)
     counts["unchanged"] += plan.unchanged
-    return _Done(applied, counts, plan.skipped)
+    return _Done(applied, counts, [])
 
 
 @dataclass(slots=True)
 class _Plan:
     """What a pass has to do, decided before it reads a page."""
 
-    todo: dict[str, str]  # path -> slug of the files to read
+    todo: list[str]  # the files to read, sorted
     known: dict[str, FileStamp]  # the index rows at those paths
-    removals: set[str]  # slugs whose files are gone
-    skipped: list[str]  # files not indexed, and why
+    removals: set[str]  # indexed pages whose files are gone
     unchanged: int  # files found unchanged by their stamps
 
 
 def _plan(vault: AppState, scope: list[str] | None) -> _Plan:
     """Compare the files (all, or those under `scope`) with the index."""
-    table = vault.index.pages
     if scope is None:
         others: set[str] = set()
         files = scan_files(vault.root, others=others)
         vault.others = OtherFiles()
         for rel in others:
             vault.others.add(rel)
-        in_scope = table.stamps()
+        indexed = vault.index.pages.stamps()
     else:
-        files, in_scope = _scan_scope(vault, scope)
-    # Files that share a slug with one in scope compete for it, as in a full pass.
-    named = {rel: slug_from_path(rel) for rel in files}
-    wanted = set(named.values()) | {row.slug for row in in_scope.values()}
-    holders = table.files_of(sorted(wanted))
-    for rel in [*holders, *(path for path, slug in table.shadowed() if slug in wanted)]:
-        if rel not in files and (stamp := _stamp(vault.root, rel)) is not None:
-            files[rel], named[rel] = stamp, slug_from_path(rel)
-    known = in_scope | holders
-    winners, skipped = _winners(vault, named, full=scope is None)
-    plan = _Plan({}, {}, {r.slug for r in known.values() if r.slug not in winners}, skipped, 0)
-    for slug, rel in winners.items():
-        row = known.get(rel)
-        if row is not None and row.slug == slug and (row.size, row.mtime_ns) == files[rel]:
+        files, indexed = _scan_scope(vault, scope)
+    plan = _Plan([], {}, {rel for rel in indexed if rel not in files}, 0)
+    for rel, stamp in sorted(files.items()):
+        row = indexed.get(rel)
+        if row is not None and (row.size, row.mtime_ns) == stamp:
             plan.unchanged += 1
         else:
-            plan.todo[rel] = slug
+            plan.todo.append(rel)
             if row is not None:
                 plan.known[rel] = row
     return plan
@@ -178,35 +163,6 @@ def _scan_scope(vault: AppState, scope: list[str]) -> tuple[dict[str, Stamp], di
     for rel in scope:
         in_scope.update(vault.index.pages.files_under(rel))
     return files, in_scope
-
-
-def _stamp(root: Path, rel: str) -> Stamp | None:
-    path = root / rel
-    return Stamp.of(path.stat()) if path.is_file() else None
-
-
-def _winners(
-    vault: AppState, named: dict[str, str], full: bool
-) -> tuple[dict[str, str], list[str]]:
-    """One file per slug (the path that sorts first) of the files given as path -> slug;
-    the others are recorded as shadowed."""
-    by_slug: dict[str, list[str]] = defaultdict(list)
-    skipped: list[str] = []
-    for rel, slug in sorted(named.items()):
-        if slug:
-            by_slug[slug].append(rel)
-        else:
-            skipped.append(f"{rel}: the name has no letter, digit or symbol")
-    table = vault.index.pages
-    for path, _ in table.shadowed():
-        if full or path in named:
-            table.unshadow(path)
-    for slug, paths in by_slug.items():
-        for loser in paths[1:]:
-            log.warning("%s has the same slug %r as %s; it is not indexed", loser, slug, paths[0])
-            table.set_shadowed(loser, slug)
-            skipped.append(f"{loser}: slug {slug!r} is taken by {paths[0]}")
-    return {slug: paths[0] for slug, paths in by_slug.items()}, skipped
 
 
 def forget(vault: AppState, rel_path: str) -> None:

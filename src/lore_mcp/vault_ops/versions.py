@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from lore_mcp.errors import InvalidArgumentError, PageNotFoundError
+from lore_mcp.errors import InvalidArgumentError, LooseNameError, PageNotFoundError
 from lore_mcp.models import PageHistory, PageVersion, SaveResult
-from lore_mcp.slugs import parse_name, slug_from_path
+from lore_mcp.slugs import parse_name, path_key, slug_from_path
 from lore_mcp.vault_ops import history, names
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.open import reading, writing
@@ -54,13 +54,15 @@ def _history_path(vault: AppState, name: str) -> str:
     kept versions (a deleted page)."""
     try:
         target = names.for_writing(vault, name)
-    except PageNotFoundError:
+    except (PageNotFoundError, LooseNameError):
         target = None
     if target is not None and (target.exists or history.versions(vault.root, target.rel)):
         return target.rel
-    key = parse_name(name).key.path
-    for rel in history.page_paths(vault.root):
-        slug = slug_from_path(rel)
-        if slug == key or slug.endswith("/" + key):
-            return rel
-    raise PageNotFoundError(name, names.suggest(vault, parse_name(name).key))
+    parsed = parse_name(name)
+    kept = history.page_paths(vault.root)
+    for wanted, key in ((path_key, parsed.key.path), (slug_from_path, parsed.key.fold)):
+        for rel in kept:
+            found = wanted(rel)
+            if key and (found == key or found.endswith("/" + key)):
+                return rel
+    raise PageNotFoundError(name, names.suggest(vault, parsed))
