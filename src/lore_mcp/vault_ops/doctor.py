@@ -25,8 +25,9 @@ from lore_mcp.models import (
 from lore_mcp.slugs import Key, slug_from_path
 from lore_mcp.vault_ops import history
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import decode, scan_files
+from lore_mcp.vault_ops.files import decode, read_regular, scan_files
 from lore_mcp.vault_ops.open import reading
+from lore_mcp.vault_ops.paths import real_path
 
 
 def doctor(vault: AppState) -> DoctorReport:
@@ -85,8 +86,9 @@ def _broken_properties(vault: AppState, pages: list[PageRow]) -> list[UnindexedF
     """Pages whose frontmatter is not YAML that parses: they have no properties."""
     found = []
     for row in sorted(pages, key=lambda r: r.path or ""):
+        path = real_path(vault.root, row.path) if row.path else None
         try:
-            data = (vault.root / row.path).read_bytes() if row.path else b""
+            data = (read_regular(path)[1] or b"") if path else b""
         except OSError:
             continue
         if data.lstrip(b"\xef\xbb\xbf").startswith(b"---"):

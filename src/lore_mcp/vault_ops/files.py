@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import multiprocessing
 import os
+import stat
 import tempfile
 import time
 from collections import Counter, deque
@@ -18,15 +20,21 @@ from typing import NamedTuple
 
 from lore_mcp import frontmatter, links
 from lore_mcp.config import LARGE_PASS_FILES, LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
-from lore_mcp.errors import VaultError
+from lore_mcp.errors import UnsafePathError, VaultError
 from lore_mcp.index import LinkRow, PageRow
 from lore_mcp.slugs import is_hidden, slug_from_path, slugify, target_key, title_from_path
+from lore_mcp.vault_ops.paths import entry_path, inside, real_path
 
 log = logging.getLogger(__name__)
 
 TEMP_PREFIX = ".lore-tmp-"
 READ_CHUNK = 200
 STALE_TEMP_SECONDS = 3600
+# A page is opened at its real path: not through a symlink put there since it was resolved,
+# and without blocking on a FIFO that an outside program named `x.md`.
+_READ_FLAGS = os.O_RDONLY | sum(
+    getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_BINARY")
+)
 
 
 class Stamp(NamedTuple):
@@ -129,24 +137,37 @@ def page_links(slug: str, page: links.Scan, others: OtherFiles | None) -> list[L
 
 
 def read_page_file(root: Path, rel_path: str, others: OtherFiles | None = None) -> Parsed | None:
-    """Read and parse one page file (known to lie inside the vault); None if it is
-    gone, unreadable or too large."""
+    """Read and parse one page file at its real path; None if it is gone, unreadable,
+    too large, or a symlink on its path leads out of the vault (by now)."""
+    path = real_path(root, rel_path)
+    if path is None:
+        log.warning("skipping %s: a symbolic link on its path leads outside the vault", rel_path)
+        return None
     try:
-        with (root / rel_path).open("rb") as handle:
-            st = os.fstat(handle.fileno())
-            if st.st_size > MAX_FILE_BYTES:
-                log.warning(
-                    "skipping %s: %d bytes is over the %d byte limit",
-                    rel_path,
-                    st.st_size,
-                    MAX_FILE_BYTES,
-                )
-                return None
-            data = handle.read()
+        st, data = read_regular(path, MAX_FILE_BYTES)
     except OSError as exc:
         log.warning("skipping %s: %s", rel_path, exc)
         return None
+    if data is None:
+        log.warning(
+            "skipping %s: %d bytes is over the %d byte limit", rel_path, st.st_size, MAX_FILE_BYTES
+        )
+        return None
     return parse(rel_path, data, st.st_size, st.st_mtime_ns, others)
+
+
+def read_regular(path: Path, limit: int | None = None) -> tuple[os.stat_result, bytes | None]:
+    """The stat and bytes of the regular file at `path` (a real path: a symlink put there
+    since is not followed, and a FIFO or device does not block); None for the bytes when
+    it is over `limit`. OSError when it is not there, or not a regular file."""
+    fd = os.open(path, _READ_FLAGS)
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        if limit is not None and st.st_size > limit:
+            return st, None
+        return st, handle.read()
 
 
 def read_many(
@@ -205,14 +226,6 @@ def ignored(rel_path: str) -> bool:
     return is_hidden(rel_path) or rel_path.split("/", 1)[0] == LORE_DIR
 
 
-def inside(root: Path, path: Path) -> bool:
-    """True when `path`, with symlinks followed, stays inside `root` (already resolved)."""
-    try:
-        return path.resolve().is_relative_to(root)
-    except OSError:
-        return False
-
-
 def scan_files(
     root: Path, under: str = "", others: set[str] | None = None, *, warn: bool = True
 ) -> dict[str, Stamp]:
@@ -260,6 +273,18 @@ def _remove_if_stale(entry: os.DirEntry[str]) -> None:
             log.info("removed %s, left behind by an interrupted write", entry.path)
     except OSError:
         pass
+
+
+def page_entry(root: Path, rel: str) -> Path:
+    """Where a write, move or delete of page path `rel` acts (see `paths.entry_path`);
+    UnsafePathError when a folder on its path is a symlink leading out of the vault."""
+    path = entry_path(root, rel)
+    if path is None:
+        raise UnsafePathError(
+            f"{rel!r} would be written outside the vault (a folder on its path is a "
+            "symbolic link that leads out). Choose a name in another folder."
+        )
+    return path
 
 
 def atomic_write(path: Path, data: bytes) -> None:
