@@ -145,6 +145,10 @@ async def test_the_start_up_pass_after_a_checkout_takes_neither_in(repo: Repo) -
             result = await call(client, "read_page", slug=name)
             assert SECRET not in text(result) and SECRET not in str(result.structured_content)
             await refused(client, "save_page", slug=name, content="written through\n")
+        doctor = vault_ops.doctor(state)
+        assert {f.path: f.reason for f in doctor.unindexed} == {
+            "f2/Page 2.md": "a symbolic link that leads outside the vault"
+        }  # f4/ is a folder symlink, which is never followed
         assert_matches_fresh(state)
     assert repo.outside_files() == outside
     assert not [data for data in history_bytes(repo.root) if SECRET.encode() in data]

@@ -1,8 +1,9 @@
 """`lore doctor`: what is wrong, or worth a look, in an indexed vault.
 
 Errors: slug collisions, files that are not valid UTF-8, page files the index could not
-take in. Warnings: placeholders (with the links that lead to them), ambiguous links and
-how they resolved, orphan pages.
+take in (and why: too large, unreadable, a symlink leading out of the vault, a name
+another file shows as). Warnings: placeholders (with the links that lead to them),
+ambiguous links and how they resolved, orphan pages.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from lore_mcp.models import (
 from lore_mcp.slugs import Key, slug_from_path
 from lore_mcp.vault_ops import history
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import decode, read_regular, scan_files
+from lore_mcp.vault_ops.files import decode, read_regular, scan_files, unreadable
 from lore_mcp.vault_ops.open import reading
 from lore_mcp.vault_ops.paths import real_path
 
@@ -107,17 +108,18 @@ def _site(link: LinkRow, paths: dict[str, str]) -> LinkSite:
 def _unindexed(
     root: Path, pages: list[PageRow], shadowed: list[tuple[str, str]]
 ) -> list[UnindexedFile]:
-    """Page files on disk that are neither indexed nor shadowed by a collision."""
+    """Page files on disk that are neither indexed nor shadowed by a collision, and the
+    files a pass over the vault skips (see `scan_files`), with why."""
     known = {p.path for p in pages if p.path} | {path for path, _ in shadowed}
-    found = []
-    for rel, st in sorted(scan_files(root).items()):
+    reasons: dict[str, str] = {}
+    found = scan_files(root, warn=False, skipped=reasons)
+    for rel, st in found.items():
         if rel in known:
             continue
         if not slug_from_path(rel):
-            reason = "the name has no letters or digits"
+            reasons[rel] = "the name has no letters or digits"
         elif st.size > MAX_FILE_BYTES:
-            reason = f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MB limit"
+            reasons[rel] = f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MB limit"
         else:
-            reason = "it could not be read"
-        found.append(UnindexedFile(path=rel, reason=reason))
-    return found
+            reasons[rel] = unreadable(root, rel) or "it could not be read"
+    return [UnindexedFile(path=rel, reason=why) for rel, why in sorted(reasons.items())]

@@ -252,7 +252,7 @@ def _target(vault: AppState, name: str) -> names.Target:
     """The file a save of `name` writes; a file written outside and not indexed yet is
     taken in first."""
     target = names.for_writing(vault, name)
-    if not target.exists and (vault.root / target.rel).exists():
+    if not target.exists and paths.on_disk(vault.root, target.rel).exists():
         sync.sync_files(vault, [target.rel])
         target = names.for_writing(vault, name)
         if not target.exists:
