@@ -248,7 +248,7 @@ def test_unsafe_names(name: str) -> None:
         name_key(name)
 
 
-@pytest.mark.parametrize("name", ["", "   ", "./.", "a\x00", "x" * 1001, "x\ny"])
+@pytest.mark.parametrize("name", ["", "   ", "./.", "a\x00", "x" * 1001])
 def test_invalid_names(name: str) -> None:
     with pytest.raises(InvalidNameError):
         name_key(name)

@@ -123,6 +123,19 @@ class FileVanishedError(PageNotFoundError):
         )
 
 
+class LeadsOutsideError(FileVanishedError):
+    """A page path that a symlink leads out of the vault: the file there is not a page (an
+    indexed one that became such a symlink is taken out of the index)."""
+
+    def __init__(self, rel_path: str) -> None:
+        super().__init__(rel_path)
+        self.message = (
+            f"{rel_path!r} leads outside the vault (a symbolic link on its path points out "
+            "of it), so it is not a page: nothing was read from it or written through it, "
+            "and the index has caught up with that. Choose a name in another folder."
+        )
+
+
 class ConflictError(LoreError):
     """The file is not what the caller last read (`expected_hash` differs)."""
 

@@ -143,8 +143,7 @@ def check_name(name: str) -> None:
         raise InvalidNameError("Page names must be valid Unicode text.") from None
     if len(name) > MAX_NAME_CHARS:
         raise InvalidNameError(f"Page names are limited to {MAX_NAME_CHARS} characters.")
-    if any(char in name for char in "\r\n"):
-        raise InvalidNameError("Page names are one line: they cannot hold line breaks.")
+
     for text in (name, unquote(name)):
         if _DRIVE.match(text.strip()):
             raise UnsafePathError(

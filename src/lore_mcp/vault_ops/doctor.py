@@ -1,9 +1,10 @@
 """`lore doctor`: what is wrong, or worth a look, in an indexed vault.
 
-Errors: files that are not valid UTF-8, page files the index could not take in.
-Warnings: placeholders (with the links that lead to them), ambiguous links and how they
-resolved, links Obsidian will not follow (loose ones and bare aliases) with the link to
-write instead, orphan pages.
+Errors: files that are not valid UTF-8, page files the index could not take in (and
+why: too large, unreadable, a symlink leading out of the vault, a name another file
+shows as). Warnings: placeholders (with the links that lead to them), ambiguous links
+and how they resolved, links Obsidian will not follow (loose ones and bare aliases)
+with the link to write instead, orphan pages.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from lore_mcp.models import (
 from lore_mcp.slugs import Key
 from lore_mcp.vault_ops import history
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import decode, scan_files
+from lore_mcp.vault_ops.files import decode, read_regular, scan_files, unreadable
 from lore_mcp.vault_ops.open import reading
 from lore_mcp.vault_ops.pages import link_advice
+from lore_mcp.vault_ops.paths import real_path
 
 
 def doctor(vault: AppState) -> DoctorReport:
@@ -102,8 +104,9 @@ def _broken_properties(vault: AppState, pages: list[PageRow]) -> list[UnindexedF
     """Pages whose frontmatter is not YAML that parses: they have no properties."""
     found = []
     for row in sorted(pages, key=lambda r: r.path or ""):
+        path = real_path(vault.root, row.path) if row.path else None
         try:
-            data = (vault.root / row.path).read_bytes() if row.path else b""
+            data = (read_regular(path)[1] or b"") if path else b""
         except OSError:
             continue
         if data.lstrip(b"\xef\xbb\xbf").startswith(b"---"):
@@ -120,15 +123,16 @@ def _site(vault: AppState, link: LinkRow) -> LinkSite:
 
 
 def _unindexed(root: Path, pages: list[PageRow]) -> list[UnindexedFile]:
-    """Page files on disk that are not indexed, with why."""
+    """Page files on disk that are not indexed, and the files a pass over the vault
+    skips (see `scan_files`), with why."""
     known = {p.path for p in pages if p.path}
-    found = []
-    for rel, st in sorted(scan_files(root).items()):
+    reasons: dict[str, str] = {}
+    found = scan_files(root, warn=False, skipped=reasons)
+    for rel, st in found.items():
         if rel in known:
             continue
         if st.size > MAX_FILE_BYTES:
-            reason = f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MB limit"
+            reasons[rel] = f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MB limit"
         else:
-            reason = "it could not be read"
-        found.append(UnindexedFile(path=rel, reason=reason))
-    return found
+            reasons[rel] = unreadable(root, rel) or "it could not be read"
+    return [UnindexedFile(path=rel, reason=why) for rel, why in sorted(reasons.items())]

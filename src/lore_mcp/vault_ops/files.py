@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import multiprocessing
 import os
+import stat
 import tempfile
 import time
 from collections import Counter, deque
@@ -18,15 +20,29 @@ from typing import NamedTuple
 
 from lore_mcp import frontmatter, links
 from lore_mcp.config import LARGE_PASS_FILES, LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
-from lore_mcp.errors import VaultError
+from lore_mcp.errors import UnsafePathError, VaultError
 from lore_mcp.index import LinkRow, PageRow
 from lore_mcp.slugs import is_hidden, path_key, target_key, title_from_path
+from lore_mcp.vault_ops.paths import (
+    collides,
+    entry_path,
+    inside,
+    is_text,
+    on_disk,
+    real_path,
+    shown,
+)
 
 log = logging.getLogger(__name__)
 
 TEMP_PREFIX = ".lore-tmp-"
 READ_CHUNK = 200
 STALE_TEMP_SECONDS = 3600
+# A page is opened at its real path: not through a symlink put there since it was resolved,
+# and without blocking on a FIFO that an outside program named `x.md`.
+_READ_FLAGS = os.O_RDONLY | sum(
+    getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_BINARY")
+)
 
 
 class Stamp(NamedTuple):
@@ -129,25 +145,58 @@ def page_links(source: str, page: links.Scan, others: OtherFiles | None) -> list
     return found
 
 
+class Unreadable(Exception):
+    """A page file that cannot go into the index, and why."""
+
+
 def read_page_file(root: Path, rel_path: str, others: OtherFiles | None = None) -> Parsed | None:
-    """Read and parse one page file (known to lie inside the vault); None if it is
-    gone, unreadable or too large."""
+    """Read and parse one page file; None (logged, and said by `unreadable`) if it is
+    gone, unreadable, too large, leads out of the vault or cannot be parsed: one file
+    never stops a pass over the others."""
     try:
-        with (root / rel_path).open("rb") as handle:
-            st = os.fstat(handle.fileno())
-            if st.st_size > MAX_FILE_BYTES:
-                log.warning(
-                    "skipping %s: %d bytes is over the %d byte limit",
-                    rel_path,
-                    st.st_size,
-                    MAX_FILE_BYTES,
-                )
-                return None
-            data = handle.read()
-    except OSError as exc:
+        return _read_page_file(root, rel_path, others)
+    except Unreadable as exc:
         log.warning("skipping %s: %s", rel_path, exc)
         return None
-    return parse(rel_path, data, st.st_size, st.st_mtime_ns, others)
+
+
+def unreadable(root: Path, rel_path: str) -> str | None:
+    """Why the page file cannot be indexed, as `read_page_file` logged it; None if it can."""
+    try:
+        _read_page_file(root, rel_path, None)
+    except Unreadable as exc:
+        return str(exc)
+    return None
+
+
+def _read_page_file(root: Path, rel_path: str, others: OtherFiles | None) -> Parsed:
+    path = real_path(root, rel_path)
+    if path is None:
+        raise Unreadable("a symbolic link on its path leads outside the vault")
+    try:
+        st, data = read_regular(path, MAX_FILE_BYTES)
+    except OSError as exc:
+        raise Unreadable(exc.strerror or str(exc)) from exc
+    if data is None:
+        raise Unreadable(f"{st.st_size} bytes is over the {MAX_FILE_BYTES} byte limit")
+    try:
+        return parse(rel_path, data, st.st_size, st.st_mtime_ns, others)
+    except Exception as exc:  # a parser's bug must cost this page only, not the pass
+        raise Unreadable(f"it could not be parsed ({type(exc).__name__}: {exc})") from exc
+
+
+def read_regular(path: Path, limit: int | None = None) -> tuple[os.stat_result, bytes | None]:
+    """The stat and bytes of the regular file at `path` (a real path: a symlink put there
+    since is not followed, and a FIFO or device does not block); None for the bytes when
+    it is over `limit`. OSError when it is not there, or not a regular file."""
+    fd = os.open(path, _READ_FLAGS)
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        if limit is not None and st.st_size > limit:
+            return st, None
+        return st, handle.read()
 
 
 def read_many(
@@ -188,12 +237,14 @@ def spelled_on_disk(root: Path, rel: str) -> str:
     *folders, name = rel.split("/")
     spelled: list[str] = []
     for segment in folders:
-        here = root.joinpath(*spelled)
-        if (here / segment).is_dir():
+        here = on_disk(root, "/".join(spelled))
+        if on_disk(root, "/".join([*spelled, segment])).is_dir():
             spelled.append(segment)
             continue
         try:
-            names = sorted(e.name for e in os.scandir(here) if e.is_dir(follow_symlinks=False))
+            names = sorted(
+                shown(e.name) for e in os.scandir(here) if e.is_dir(follow_symlinks=False)
+            )
         except OSError:
             names = []
         same = (n for n in names if not n.startswith(".") and path_key(n) == path_key(segment))
@@ -206,26 +257,30 @@ def ignored(rel_path: str) -> bool:
     return is_hidden(rel_path) or rel_path.split("/", 1)[0] == LORE_DIR
 
 
-def inside(root: Path, path: Path) -> bool:
-    """True when `path`, with symlinks followed, stays inside `root` (already resolved)."""
-    try:
-        return path.resolve().is_relative_to(root)
-    except OSError:
-        return False
-
-
 def scan_files(
-    root: Path, under: str = "", others: set[str] | None = None, *, warn: bool = True
+    root: Path,
+    under: str = "",
+    others: set[str] | None = None,
+    *,
+    warn: bool = True,
+    skipped: dict[str, str] | None = None,
 ) -> dict[str, Stamp]:
-    """Every page file under the root (or its folder `under`): `.md`, outside
-    dot-folders, not a symlink leading outside the root; the other files go to
-    `others`. Folder symlinks are not followed. Temp files left by a killed write are
-    removed once surely abandoned. What is skipped is logged, unless `warn` is false
-    (a check that runs every minute would repeat it)."""
+    """Every page file under the root (or its folder `under`), by page path (see
+    `paths.shown`): a regular `.md` file, outside dot-folders, not a symlink leading
+    outside the root; the other files go to `others`. Folder symlinks are not followed.
+    Temp files left by a killed write are removed once surely abandoned. What is skipped
+    is logged (unless `warn` is false: a check that runs every minute would repeat it)
+    and put in `skipped` with why."""
     say = log.warning if warn else log.debug
+
+    def skip(rel: str, why: str) -> None:
+        say("skipping %s: %s", rel, why)
+        if skipped is not None:
+            skipped[rel] = why
+
     found: dict[str, Stamp] = {}
     real_root = root.resolve()
-    pending = [(root / under if under else root, under)]
+    pending = [(on_disk(root, under) if under else root, under)]
     while pending:
         folder, rel_folder = pending.pop()
         try:
@@ -233,24 +288,34 @@ def scan_files(
         except OSError as exc:
             say("skipping folder %s: %s", rel_folder or ".", exc)
             continue
+        names = frozenset(entry.name for entry in entries)
         for entry in entries:
             if entry.name.startswith(TEMP_PREFIX):
                 _remove_if_stale(entry)
             if entry.name.startswith("."):
                 continue
-            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            name = shown(entry.name)
+            rel = f"{rel_folder}/{name}" if rel_folder else name
+            if not is_text(name):
+                skip(rel, "its name is not valid Unicode")
+                continue
+            if collides(entry.name, names):
+                skip(rel, f"another file in its folder is named {name!r}")
+                continue
             try:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append((Path(entry.path), rel))
                 elif entry.name.lower().endswith(".md"):
                     if entry.is_symlink() and not inside(real_root, Path(entry.path)):
-                        say("skipping %s: symlink leads outside the vault", rel)
-                        continue
-                    found[rel] = Stamp.of(entry.stat())
+                        skip(rel, "a symbolic link that leads outside the vault")
+                    elif not stat.S_ISREG((st := entry.stat()).st_mode):
+                        skip(rel, "not a regular file")
+                    else:
+                        found[rel] = Stamp.of(st)
                 elif others is not None:
                     others.add(rel)
             except OSError as exc:
-                say("skipping %s: %s", rel, exc)
+                skip(rel, exc.strerror or str(exc))
     return found
 
 
@@ -261,6 +326,18 @@ def _remove_if_stale(entry: os.DirEntry[str]) -> None:
             log.info("removed %s, left behind by an interrupted write", entry.path)
     except OSError:
         pass
+
+
+def page_entry(root: Path, rel: str) -> Path:
+    """Where a write, move or delete of page path `rel` acts (see `paths.entry_path`);
+    UnsafePathError when a folder on its path is a symlink leading out of the vault."""
+    path = entry_path(root, rel)
+    if path is None:
+        raise UnsafePathError(
+            f"{rel!r} would be written outside the vault (a folder on its path is a "
+            "symbolic link that leads out). Choose a name in another folder."
+        )
+    return path
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from lore_mcp.config import HISTORY_DIR, HISTORY_KEEP_DAYS, HISTORY_KEEP_VERSIONS, LORE_DIR
 from lore_mcp.vault_ops.files import atomic_write, content_hash, fsync_dir
+from lore_mcp.vault_ops.paths import entry_path
 
 log = logging.getLogger(__name__)
 
@@ -61,15 +62,20 @@ def keep(root: Path, rel: str, data: bytes, tool: str, door: str) -> str:
         if not (folder / name).exists():
             break
         now += timedelta(microseconds=1)
-    if not _link(root / rel, folder / name, data):
+    if not _link(entry_path(root, rel), folder / name, data):
         atomic_write(folder / name, data)
     _prune(folder, now)
     return (folder / name).relative_to(root).as_posix()
 
 
-def _link(page: Path, kept: Path, data: bytes) -> bool:
-    """Give the page file a second name in the history, when it holds exactly `data`
-    and has no other name; False when it cannot (the bytes are then copied)."""
+def _link(page: Path | None, kept: Path, data: bytes) -> bool:
+    """Give the page file a second name in the history, when it holds exactly `data`,
+    has no other name and is a file of the vault (`page` is None when its folder leads
+    out; a symlink is not linked); False when it cannot (the bytes are then copied: the
+    caller read them at the page's real path). A file swapped in since is caught by
+    comparing the linked bytes with `data`."""
+    if page is None:
+        return False
     try:
         found = os.lstat(page)
         if not stat.S_ISREG(found.st_mode) or found.st_nlink != 1:

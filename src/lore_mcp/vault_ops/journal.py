@@ -16,7 +16,8 @@ from pathlib import Path
 
 from lore_mcp.config import JOURNAL_FILE, LORE_DIR
 from lore_mcp.errors import VaultError
-from lore_mcp.vault_ops.files import atomic_write, fsync_dir
+from lore_mcp.vault_ops.files import atomic_write, fsync_dir, page_entry, read_regular
+from lore_mcp.vault_ops.paths import real_path
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +84,10 @@ def recover(root: Path) -> list[str]:
 
 
 def _carry_out(root: Path, plan: Plan) -> None:
+    """Make the moves and writes that are not made yet, each at its folder entry as it is
+    now (a symlink leading out of the vault is neither followed nor written through)."""
     for old, new in plan.moves:
-        source, dest = root / old, root / new
+        source, dest = page_entry(root, old), page_entry(root, new)
         if source.exists():
             try:
                 dest.parent.mkdir(parents=True, exist_ok=True)
@@ -93,9 +96,10 @@ def _carry_out(root: Path, plan: Plan) -> None:
                 raise VaultError(f"Cannot move {old!r} to {new!r}: {exc.strerror or exc}.") from exc
             fsync_dir(dest.parent)
     for rel, data in plan.writes.items():
-        path = root / rel
+        path = page_entry(root, rel)
+        real = real_path(root, rel)
         try:
-            current = path.read_bytes()
+            current = None if real is None else read_regular(real)[1]
         except OSError:
             current = None
         if current != data:

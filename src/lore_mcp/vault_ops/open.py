@@ -25,6 +25,7 @@ from lore_mcp.models import SyncReport
 from lore_mcp.vault_ops import apply, journal, sync
 from lore_mcp.vault_ops.core import AppState, open_index
 from lore_mcp.vault_ops.files import ignored, scan_files
+from lore_mcp.vault_ops.paths import shown
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +103,10 @@ def _no_cycle_collection() -> Iterator[None]:
 
 
 def apply_external_changes(vault: AppState, rel_paths: Iterable[str]) -> SyncReport:
-    """Apply edits made outside the server to the given files or folders. Idempotent:
-    files whose size, time and content are unchanged cost a stat, at most a hash."""
-    scope = [p.strip("/") for p in rel_paths if p.strip("/") and not ignored(p)]
+    """Apply edits made outside the server to the given files or folders (as the file
+    system names them, or as page paths: see `paths.shown`). Idempotent: files whose
+    size, time and content are unchanged cost a stat, at most a hash."""
+    scope = [shown(p.strip("/")) for p in rel_paths if p.strip("/") and not ignored(p)]
     with writing(vault, check_read_only=False):
         return sync.sync(vault, scope=scope)
 

@@ -17,8 +17,8 @@ from lore_mcp.errors import (
     ContentTooLargeError,
     FileVanishedError,
     InvalidArgumentError,
+    LeadsOutsideError,
     PageNotFoundError,
-    UnsafePathError,
     VaultError,
 )
 from lore_mcp.index import LinkRow
@@ -31,7 +31,7 @@ from lore_mcp.models import (
     SaveResult,
 )
 from lore_mcp.slugs import path_key, title_from_path
-from lore_mcp.vault_ops import apply, files, history, names, sync
+from lore_mcp.vault_ops import apply, files, history, names, paths, sync
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.open import reading, writing
 
@@ -171,9 +171,15 @@ def read_text(vault: AppState, rel: str) -> str:
 
 
 def current_bytes(vault: AppState, rel: str) -> bytes | None:
-    """What the file holds now; None when there is no file."""
+    """What the file holds now; None when there is no file. Resolved now, not when it
+    was indexed: where a symlink on the way leads out of the vault (a checkout may have
+    made one since), LeadsOutsideError, and the callers' `reading` or `writing` takes
+    the page out of the index."""
+    path = paths.real_path(vault.root, rel)
+    if path is None:
+        raise LeadsOutsideError(rel)
     try:
-        return (vault.root / rel).read_bytes()
+        return files.read_regular(path)[1]
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -205,14 +211,7 @@ def encode(vault: AppState, content: str) -> bytes:
 
 def check_inside(vault: AppState, rel: str) -> None:
     """A new file must land inside the vault, not through a folder symlink leading out."""
-    existing = (vault.root / rel).parent
-    while not existing.exists() and existing != vault.root:
-        existing = existing.parent
-    if not files.inside(vault.root, existing):
-        raise UnsafePathError(
-            f"{rel!r} would be written outside the vault (a folder on its path is a "
-            "symbolic link that leads out). Choose a name in another folder."
-        )
+    files.page_entry(vault.root, rel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +276,7 @@ def _target(vault: AppState, name: str) -> names.Target:
     """The file a save of `name` writes; a file written outside and not indexed yet is
     taken in first."""
     target = names.for_writing(vault, name)
-    if not target.exists and (vault.root / target.rel).exists():
+    if not target.exists and paths.on_disk(vault.root, target.rel).exists():
         sync.sync_files(vault, [target.rel])
         target = names.for_writing(vault, name)
         if not target.exists:
@@ -311,7 +310,7 @@ def _put(
         if current is not None:
             kept = history.keep(vault.root, target.rel, current, who.tool, who.door)
         try:
-            files.atomic_write(vault.root / target.rel, data)
+            files.atomic_write(files.page_entry(vault.root, target.rel), data)
         except VaultError:
             if kept is not None:
                 history.discard(vault.root, kept)
@@ -362,13 +361,14 @@ def delete_page(
         handle = vault.handle(target.rel)
         current = read_bytes(vault, target.rel)
         check_expected(target.rel, current, expected_hash)
+        entry = files.page_entry(vault.root, target.rel)
         kept = history.keep(vault.root, target.rel, current, "delete_page", door)
         try:
-            (vault.root / target.rel).unlink()
+            entry.unlink()
         except OSError as exc:
             history.discard(vault.root, kept)
             raise VaultError(f"Cannot delete {target.rel!r}: {exc.strerror or exc}.") from exc
-        files.fsync_dir((vault.root / target.rel).parent)
+        files.fsync_dir(entry.parent)
         applied = sync.sync_files(vault, [target.rel])
         audit.append(
             vault.root,

@@ -6,18 +6,21 @@ write transaction.
 from __future__ import annotations
 
 import logging
+import stat
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 
 from lore_mcp.config import LARGE_PASS_FILES
 from lore_mcp.index import FileStamp
 from lore_mcp.models import SyncReport
 from lore_mcp.vault_ops.apply import Applied, apply
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import OtherFiles, Parsed, Stamp, inside, read_many, scan_files
+from lore_mcp.vault_ops.files import OtherFiles, Parsed, Stamp, read_many, scan_files
+from lore_mcp.vault_ops.paths import real_path
 
 log = logging.getLogger(__name__)
 
@@ -142,27 +145,41 @@ def _plan(vault: AppState, scope: list[str] | None) -> _Plan:
 
 
 def _scan_scope(vault: AppState, scope: list[str]) -> tuple[dict[str, Stamp], dict[str, FileStamp]]:
-    """The files under the given paths, and the index rows that lived there."""
+    """The files under the given paths, and the index rows that lived there. A path a
+    symlink leads out of the vault from holds nothing."""
     files: dict[str, Stamp] = {}
     for rel in scope:
-        path = vault.root / rel
         for gone in vault.others.under(rel):
             vault.others.discard(gone)
-        if not inside(vault.root, path):
+        path = real_path(vault.root, rel)
+        if path is None:
             continue
         if path.is_dir():
             others: set[str] = set()
             files.update(scan_files(vault.root, rel, others=others))
             for other in others:
                 vault.others.add(other)
-        elif path.is_file() and rel.lower().endswith(".md"):
-            files[rel] = Stamp.of(path.stat())
+        elif rel.lower().endswith(".md"):
+            if (stamp := _stamp(vault.root, rel)) is not None:
+                files[rel] = stamp
         elif path.is_file():
             vault.others.add(rel)
     in_scope = vault.index.pages.files_at(scope)
     for rel in scope:
         in_scope.update(vault.index.pages.files_under(rel))
     return files, in_scope
+
+
+def _stamp(root: Path, rel: str) -> Stamp | None:
+    """The stamp of page path `rel` as it is now: None when it is not a regular file, or
+    a symlink on the way leads out of the vault (a path the index holds is checked as a
+    new one is: a checkout may have made it such a symlink since)."""
+    path = real_path(root, rel)
+    try:
+        st = None if path is None else path.stat()
+    except OSError:
+        return None
+    return Stamp.of(st) if st is not None and stat.S_ISREG(st.st_mode) else None
 
 
 def forget(vault: AppState, rel_path: str) -> None:
