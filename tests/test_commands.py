@@ -427,10 +427,10 @@ def test_subprocess_errors_exit_non_zero(brain_dir: Path, tmp_path: Path) -> Non
     assert env_vault.returncode == 0 and json.loads(env_vault.stdout)["total"] == 18
     broken = tmp_path / "broken"
     broken.mkdir()
-    write(broken, "A.md", "one")
-    write(broken, "a.md", "two")
+    (broken / "bad.md").write_bytes(b"caf\xe9\n")
     doctor = lore("--vault", str(broken), "doctor")
-    assert doctor.returncode == 1 and b"Slug collisions" in doctor.stdout
+    assert doctor.returncode == 1 and b"Not valid UTF-8" in doctor.stdout
+
 
 
 @pytest.mark.parametrize(

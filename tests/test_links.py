@@ -51,7 +51,7 @@ def lines(markdown: str) -> list[tuple[str, int]]:
         ("[[Page|shown text]]", Link("Page", "shown text", None, False, 1)),
         ("[[Page#Some Heading]]", Link("Page", None, "Some Heading", False, 1)),
         ("[[Page#Heading|alias]]", Link("Page", "alias", "Heading", False, 1)),
-        ("[[Page^block1]]", Link("Page", None, "^block1", False, 1)),
+        ("[[Page^block1]]", Link("Page^block1", None, None, False, 1)),  # no `#`: a name
         ("[[Page#^block1]]", Link("Page", None, "^block1", False, 1)),
         ("[[Page#^block1|see]]", Link("Page", "see", "^block1", False, 1)),
         ("[[folder/My Page]]", Link("folder/My Page", None, None, False, 1)),

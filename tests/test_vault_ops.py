@@ -389,7 +389,7 @@ def test_delete_reresolves_ambiguous_links(state: AppState) -> None:
 def test_rename_rewrites_exactly_the_links_to_it(state: AppState, vault_dir: Path) -> None:
     ops.save_page(state, "notes/Old Name", "# Top\n^blk\n")
     text = (
-        "See [[Old Name]], [[old name|alias]], [[Old Name#Top]], [[Old Name^blk]],\n"
+        "See [[Old Name]], [[old name|alias]], [[Old Name#Top]], [[Old Name#^blk]],\n"
         "![[notes/Old Name]] and [[Other]].\n"
         "`[[Old Name]]` in code\n"
         "```\n[[Old Name]]\n```\n"
@@ -400,7 +400,7 @@ def test_rename_rewrites_exactly_the_links_to_it(state: AppState, vault_dir: Pat
     assert (result.slug, result.path) == ("notes/new-name", "notes/New Name.md")
     assert result.rewritten == ["linker"] and result.links_rewritten == 6
     expected = (
-        "See [[New Name]], [[New Name|alias]], [[New Name#Top]], [[New Name^blk]],\n"
+        "See [[New Name]], [[New Name|alias]], [[New Name#Top]], [[New Name#^blk]],\n"
         "![[notes/New Name]] and [[Other]].\n"
         "`[[Old Name]]` in code\n"
         "```\n[[Old Name]]\n```\n"

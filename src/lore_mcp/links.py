@@ -241,10 +241,12 @@ def _add_wiki(text: str, match: re.Match[str], found: Scan) -> bool:
     head, pipe, alias = raw[prefix:-2].partition("|")
     if pipe and head.endswith("\\"):  # `\|`, the pipe escaped for tables
         head = head[:-1]
-    cut = min((i for i in (head.find("#"), head.find("^")) if i >= 0), default=len(head))
-    target = head[:cut].strip()
-    rest = head[cut + 1 :] if head[cut : cut + 1] == "#" else head[cut:]  # `^block` keeps `^`
+    # Only `#` starts a fragment (`[[Page#Heading]]`, `[[Page#^block]]`): Obsidian reads
+    # `[[Title^abc]]` as a link to a page of that name.
+    target, _, rest = head.partition("#")
+    target = target.strip()
     fragment = rest.strip() or None
+
     if not target and fragment is None:
         return False
     start = match.start() + prefix + len(head) - len(head.lstrip())

@@ -7,16 +7,17 @@ path) and placeholders (by key), by these rules in this order:
    ignoring case when that is one file; or the page's own slug (a handle tools show);
 2. `title`: for a bare name, an exact file name in any folder, ignoring case, ties
    broken as Obsidian breaks them for links;
-3. `placeholder`: the key or slug of a placeholder (nothing is written over by
+3. `alias`: a bare name that is a frontmatter alias of a page;
+4. `placeholder`: the key or slug of a placeholder (nothing is written over by
    filling one);
+5. `slug`: the slug form of the name (`my_page` finds `My Page.md`), the lore engine's
+   "ask by name".
 
-and for reads only, then 4. `alias`, a frontmatter alias, and 5. `slug`, the slug form
-of the name (`my_page` finds `My Page.md`), the lore engine's "ask by name".
-
-A write needs rule 1 or 2 and one file (or fills a placeholder): a name several files
-answer to is refused with them, and a bare name that only matches a page by rule 4 or 5
-is refused, naming that page and what to send for either intent. A name that matches
-nothing is a new page, whose name must be a file name Obsidian accepts.
+A read takes the first rule that finds something. A write needs rule 1 or 2 and one
+file, or fills a placeholder: a name several files answer to is refused with them, and
+a bare name that matches a page only by rule 3 or 5 is refused, naming that page and
+what to send for either intent. A name that matches nothing is a new page, whose name
+must be a file name Obsidian accepts.
 """
 
 from __future__ import annotations
@@ -95,11 +96,15 @@ def _by_placeholder(vault: AppState, name: Name) -> Found | None:
     return _chosen("placeholder", found, found[0]) if found else None
 
 
-def _loosely(vault: AppState, name: Name) -> Found | None:
-    """Rules 4 and 5, for reads: a frontmatter alias, then the slug form."""
-    found = vault.aliases.pages(name.key.path)
-    if found:
-        return _chosen("alias", found, pick(found, None))
+def _by_alias(vault: AppState, name: Name) -> Found | None:
+    """Rule 3: a bare name is a frontmatter alias of pages."""
+    found = [] if name.explicit else vault.aliases.pages(name.key.path)
+    return _chosen("alias", found, pick(found, None)) if found else None
+
+
+def _by_slug(vault: AppState, name: Name) -> Found | None:
+    """Rule 5: the slug form of the name is a page's slug (or the tail of one, for a
+    name not anchored with `./` or `/`), else a placeholder's."""
     if not name.key.fold:
         return None
     exact = name.explicit and name.given.strip().startswith(("./", "/"))
@@ -113,7 +118,7 @@ def _loosely(vault: AppState, name: Name) -> Found | None:
 def find(vault: AppState, name: str) -> Found:
     """The page or placeholder a read of `name` means, by the first rule that finds one."""
     parsed = parse_name(name)
-    for rule in (_by_path, _by_title, _by_placeholder, _loosely):
+    for rule in (_by_path, _by_title, _by_alias, _by_placeholder, _by_slug):
         if (found := rule(vault, parsed)) is not None:
             return found
     raise PageNotFoundError(name, suggest(vault, parsed))
@@ -127,15 +132,17 @@ def for_writing(vault: AppState, name: str) -> Target:
         raise AmbiguousNameError(name, [found.key, *found.alternatives])
     if found is not None:
         return Target(found.key, exists=True)
+    if (close := _by_alias(vault, parsed)) is not None:
+        raise _loose(parsed, close)
     if (held := _by_placeholder(vault, parsed)) is not None:
         return Target(_fill_path(vault, held.key), exists=False, placeholder=True)
-    close = None if parsed.explicit else _loosely(vault, parsed)
+    close = None if parsed.explicit else _by_slug(vault, parsed)
     if close is not None and close.key in vault.pages:
-        raise _loose(vault, parsed, close)
+        raise _loose(parsed, close)
     return Target(_new_path(vault, parsed), exists=False)
 
 
-def _loose(vault: AppState, name: Name, close: Found) -> LooseNameError:
+def _loose(name: Name, close: Found) -> LooseNameError:
     """The refusal of a write whose name only matches `close` loosely, with what to
     send to create a new page instead (a path, which names exactly one place)."""
     try:
@@ -162,12 +169,15 @@ def existing(vault: AppState, name: str, *, placeholders_too: bool = False) -> T
         raise AmbiguousNameError(name, [found.key, *found.alternatives])
     if found is not None:
         return Target(found.key, exists=True)
+    if (close := _by_alias(vault, parsed)) is not None:
+        raise _loose(parsed, close)
     if placeholders_too and (held := _by_placeholder(vault, parsed)) is not None:
         return Target(held.key, exists=False, placeholder=True)
-    close = None if parsed.explicit else _loosely(vault, parsed)
+    close = None if parsed.explicit else _by_slug(vault, parsed)
     if close is not None and close.key in vault.pages:
-        raise _loose(vault, parsed, close)
+        raise _loose(parsed, close)
     raise PageNotFoundError(name, suggest(vault, parsed))
+
 
 
 def _new_path(vault: AppState, name: Name) -> str:
