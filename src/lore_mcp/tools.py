@@ -139,7 +139,8 @@ ExpectedHash = Annotated[
     Field(
         max_length=80,
         description="The page's hash as read_page gave it: the write fails, changing "
-        "nothing, if the page has changed since (another agent wrote it)",
+        "nothing, if the page has changed since (another agent wrote it). '' means the "
+        "page must not exist yet: the write only creates it",
     ),
 ]
 

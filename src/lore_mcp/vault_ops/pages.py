@@ -157,12 +157,14 @@ def current_bytes(vault: AppState, rel: str) -> bytes | None:
 
 
 def check_expected(rel: str, current: bytes | None, expected_hash: str | None) -> None:
-    """Refuse a write when the caller's `expected_hash` is not the file's hash."""
+    """Refuse a write when the caller's `expected_hash` is not the file's hash; an empty
+    one means the file must not exist yet."""
     if expected_hash is None:
         return
     now = None if current is None else files.content_hash(current)
-    if now != expected_hash.strip().lower().removeprefix("sha256:"):
-        raise ConflictError(rel, now)
+    wanted = expected_hash.strip().lower().removeprefix("sha256:")
+    if now != (wanted or None):
+        raise ConflictError(rel, now, wanted_new=not wanted)
 
 
 def encode(vault: AppState, content: str) -> bytes:
