@@ -8,8 +8,9 @@ rewritten to keep their target. A link that led nowhere and now leads to the pag
 left, and listed as retargeted. Rewrites keep each link's form (relative, rooted or a
 path tail; URL-encoded or in `<>`; alias, heading and `!` untouched).
 
-Every file the rename changes is kept in the history first; then the moves and the new
-bytes are written down (`journal`) before any file changes, so the rename happens as one.
+Every file the rename changes is kept in the history first; then the moves (the page's
+history with it) and the new bytes are written down (`journal`) before any file changes,
+so the rename happens as one.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def rename_page(
         check_expected(old_rel, current, expected_hash)
         plan = _Rewrites(vault, old_slug, old_rel, new_rel) if source.indexed else None
         texts = plan.texts() if plan else {}
-        moves = journal.Plan([(old_rel, new_rel)])
+        moves = journal.Plan([(old_rel, new_rel)], folders=[_history_moves(old_rel, new_rel)])
         for was, rewrite in texts.items():
             moves.writes[new_rel if was == old_rel else was] = rewrite.after
         before = {old_rel: current} | {rel: rewrite.before for rel, rewrite in texts.items()}
@@ -105,6 +106,11 @@ def rename_page(
             links_rewritten=sum(rewrite.links for rewrite in texts.values()),
             retargeted=plan.retargeted if plan else [],
         )
+
+
+def _history_moves(old_rel: str, new_rel: str) -> tuple[str, str]:
+    """The page's history goes with it: its kept versions move to its new path."""
+    return history.folder_of(old_rel), history.folder_of(new_rel)
 
 
 def _new_path(old_rel: str, new_name: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lore_mcp.errors import InvalidArgumentError, PageNotFoundError
 from lore_mcp.models import PageHistory, PageVersion, SaveResult
-from lore_mcp.slugs import parse_name, slug_from_path
+from lore_mcp.slugs import parse_name
 from lore_mcp.vault_ops import history, names
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.open import reading, writing
@@ -50,17 +50,14 @@ def restore_page(vault: AppState, name: str, version: int = 1, *, door: str = "a
 
 
 def _history_path(vault: AppState, name: str) -> str:
-    """The page file whose history `name` asks for: a page's file, or a file that has
-    kept versions (a deleted page)."""
+    """The page file whose history `name` asks for, named as a write names it: a page's
+    file, or a file that has kept versions (a deleted page)."""
     try:
         target = names.for_writing(vault, name)
     except PageNotFoundError:
         target = None
     if target is not None and (target.exists or history.versions(vault.root, target.rel)):
         return target.rel
-    key = parse_name(name).key.path
-    for rel in history.page_paths(vault.root):
-        slug = slug_from_path(rel)
-        if slug == key or slug.endswith("/" + key):
-            return rel
+    if (found := history.find(vault.root, parse_name(name).key.path)) is not None:
+        return found
     raise PageNotFoundError(name, names.suggest(vault, parse_name(name).key))
