@@ -139,6 +139,14 @@ def versions(root: Path, rel: str) -> list[Version]:
     ]
 
 
+def count(root: Path, rel: str | None, slug: str) -> int:
+    """How many versions are kept of the page file `rel`; for a placeholder (`rel` None),
+    of the deleted page file whose slug it has."""
+    if rel is None:
+        rel = find(root, slug)
+    return 0 if rel is None else len(versions(root, rel))
+
+
 def find(root: Path, key: str) -> str | None:
     """The page file with kept versions whose slug is `key`, or ends with `/key`: where
     the history of a deleted page is, asked for by name."""

@@ -52,16 +52,19 @@ def _read(vault: AppState, name: str, offset: int, column: int) -> tuple[PageVie
     with reading(vault):
         if (rel := names.passed_over(vault, name)) is not None:
             found = read_bytes(vault, rel)
-            view = _view(slug_from_path(rel), title_from_path(rel), rel, found, at=(offset, column))
+            view = view_of(
+                slug_from_path(rel), title_from_path(rel), rel, found, at=(offset, column)
+            )
             holder = vault.index.pages.get(view.slug)
             holds = holder.path if holder else None
-            return view.model_copy(update={"passed_over_for": holds}), found
+            kept = history.count(vault.root, rel, view.slug)
+            return view.model_copy(update={"passed_over_for": holds, "kept_versions": kept}), found
         slug, alternatives = names.for_reading(vault, name)
         row = vault.index.pages.get(slug)
         if row is None:
             raise PageNotFoundError(name)
         data = None if row.path is None else read_bytes(vault, row.path)
-        view = _view(slug, row.title, row.path, data, at=(offset, column))
+        view = view_of(slug, row.title, row.path, data, at=(offset, column))
         update = {
             "tags": vault.index.pages.tags_of(slug),
             "is_placeholder": row.is_placeholder,
@@ -71,6 +74,7 @@ def _read(vault: AppState, name: str, offset: int, column: int) -> tuple[PageVie
             "backlink_count": vault.graph.in_degree(slug),
             "links": [link for link in outgoing(vault, slug) if link.line > offset],
             "alternatives": alternatives,
+            "kept_versions": history.count(vault.root, row.path, slug),
         }
         return view.model_copy(update=update), data
 
@@ -81,11 +85,11 @@ def _plain(properties: dict[str, Any]) -> dict[str, Any]:
     return plain
 
 
-def _view(
+def view_of(
     slug: str, title: str, rel: str | None, data: bytes | None, *, at: tuple[int, int]
 ) -> PageView:
     """The page's text from line `offset` + 1, column `column` + 1 (`at`) on, as the
-    file holds it."""
+    file holds it (or as a kept version of it holds it: `data`)."""
     offset, column = at
     text, bad = ("", False) if data is None else files.decode(data)
     lines = split_lines(text)
