@@ -108,8 +108,11 @@ async def test_each_version_reads_and_restores_byte_for_byte(
         assert f"version: {number} of 3 kept" in text(read)
         assert "replaced it" in text(read)
     for number, data in [(3, LATIN1), (3, CRLF), (3, PLAIN.encode())]:  # each one is kept
-        restored = await ok(client, "save_page", slug="Note", mode="restore", version=number)
-        assert restored["mode"] == "restore" and restored["hash"] == sha(data)
+        restored = await call(client, "save_page", slug="Note", mode="restore", version=number)
+        assert restored.structured_content is not None
+        assert restored.structured_content["mode"] == "restore"
+        assert restored.structured_content["hash"] == sha(data)
+        assert "Saved note (Note.md): a kept version restored" in text(restored)
         assert (vault_dir / "Note.md").read_bytes() == data
 
 
@@ -238,6 +241,7 @@ async def test_the_history_comes_back_with_a_rename_and_back(
     assert [v["hash"] for v in history["versions"]] == [sha(PLAIN.encode()), sha(CRLF)]
     assert lore(["history", "Final", "--vault", str(vault_dir)]) == 1
     assert lore(["restore", "Draft", "--version", "2", "--vault", str(vault_dir)]) == 0
+    assert "Restored a kept version of draft (Draft.md)" in capsys.readouterr().out
     assert (vault_dir / "Draft.md").read_bytes() == CRLF
     assert sorted(p.name for p in (vault_dir / ".lore/history").iterdir()) == ["Draft.md"]
 

@@ -123,6 +123,7 @@ _SAVED = {
     "prepend": "prepended to",
     "edit": "edited (old_text replaced)",
     "section": "section replaced",
+    "restore": "a kept version restored (what it replaced is kept in turn)",
 }
 
 
