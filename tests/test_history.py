@@ -222,6 +222,21 @@ async def test_the_history_follows_a_rename(
     assert page_files(vault_dir) == {"Hub.md": b"see [[Final]]\n", "archive/Final.md": CRLF}
 
 
+async def test_what_a_rename_rewrites_in_the_page_itself_is_kept_in_its_new_history(
+    vault_dir: Path,
+) -> None:
+    linking = b"see [[./Hub|the hub]]\r\n"  # a relative link: the move rewrites it
+    write(vault_dir, "Hub.md", "hub\n")
+    (vault_dir / "Draft.md").write_bytes(linking)
+    async with serve(vault_dir) as client:
+        await ok(client, "rename_page", slug="Draft", new_name="archive/Final")
+        assert (vault_dir / "archive/Final.md").read_bytes() == b"see [[../Hub|the hub]]\r\n"
+        kept = await ok(client, "read_page", slug="Final", version=1)
+        assert (kept["version"]["tool"], kept["hash"]) == ("rename_page", sha(linking))
+        assert kept["kept_versions"] == 1
+    assert not (vault_dir / ".lore/history/Draft.md").exists()
+
+
 async def test_the_history_comes_back_with_a_rename_and_back(
     vault_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
