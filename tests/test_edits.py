@@ -287,10 +287,10 @@ async def test_the_tool_says_what_its_modes_do(served: tuple[Client, AppState]) 
     client, _ = served
     tool = next(t for t in (await client.list_tools()).tools if t.name == "save_page")
     properties = tool.input_schema["properties"]
-    assert properties["mode"]["enum"] == list(edits.MODES)
+    assert properties["mode"]["enum"] == [*edits.MODES, "restore"]
     assert properties["mode"]["default"] == "replace"
-    assert {"old_text", "heading"} <= properties.keys()
-    assert tool.input_schema["required"] == ["slug", "content"]
+    assert {"old_text", "heading", "version"} <= properties.keys()
+    assert tool.input_schema["required"] == ["slug"]  # a restore sends no content
     assert tool.description and "Only replace is idempotent" in tool.description
     assert tool.annotations is not None and tool.annotations.idempotent_hint is False
 

@@ -100,7 +100,8 @@ async def test_input_bounds(client: Client) -> None:
     )
     assert tools["list_pages"]["offset"]["minimum"] == 0
     assert tools["read_page"]["slug"]["maxLength"] == 1000
-    assert tools["save_page"]["content"]["maxLength"] == 1024 * 1024
+    content = tools["save_page"]["content"]["anyOf"]  # a string, or left out for a restore
+    assert {"type": "string", "maxLength": 1024 * 1024} in content
 
 
 async def test_instructions_name_the_vault(client: Client) -> None:
@@ -362,13 +363,13 @@ async def test_tool_calls_run_off_the_event_loop(
 ) -> None:
     loop_thread = threading.current_thread()
     seen: list[threading.Thread] = []
-    real = engine.read_page
+    real = engine.read_page_or_version
 
-    def spy(vault: AppState, slug: str, offset: int = 0, column: int = 0) -> Any:
+    def spy(vault: AppState, slug: str, *args: Any) -> Any:
         seen.append(threading.current_thread())
-        return real(vault, slug, offset, column)
+        return real(vault, slug, *args)
 
-    monkeypatch.setattr(engine, "read_page", spy)
+    monkeypatch.setattr(engine, "read_page_or_version", spy)
     await ok(client, "read_page", slug="index")
     assert len(seen) == 1 and seen[0] is not loop_thread
 

@@ -84,7 +84,8 @@ class AuditRecord(BaseModel):
     door: str = Field(description="mcp, cli or api: who asked for the write")
     tool: str = Field(description="save_page, delete_page or rename_page")
     mode: str | None = Field(
-        default=None, description="save_page: replace, append, prepend, edit or section"
+        default=None,
+        description="save_page: replace, append, prepend, edit or section; restore_page: restore",
     )
     pid: int = Field(default_factory=os.getpid, description="The writing process")
     session: str | None = Field(

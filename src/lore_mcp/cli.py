@@ -119,7 +119,13 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     limit = _number(1, MAX_LIMIT)
     p = command("index", "build or update the index, then summarise the vault")
     p.add_argument("vault_arg", nargs="?", metavar="VAULT", help="the vault (or --vault)")
-    command("read", "print a page's file, byte for byte").add_argument("name")
+    p = command("read", "print a page's file, byte for byte")
+    p.add_argument("name")
+    p.add_argument(
+        "--version",
+        type=_number(1, 2**31),
+        help="print kept version N instead (1: the newest; see lore history)",
+    )
     p = command("search", "full-text search, best first")
     p.add_argument("query")
     p.add_argument("--limit", type=limit, default=10, help="at most N hits (default 10)")
@@ -148,10 +154,7 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     p.add_argument("name")
     p.add_argument("new_name", metavar="NEW", help="a new title, or folder/New Title")
     command("delete", "delete a page (its last version stays in the history)").add_argument("name")
-    command("history", "the kept versions of a page, newest first").add_argument("name")
-    p = command("restore", "put a kept version of a page back (through a save)")
-    p.add_argument("name")
-    p.add_argument("--version", type=_number(1, 2**31), default=1, help="which one (1: the newest)")
+    _history_commands(command)
     p = command("doctor", "check the vault's health", DOCTOR_HELP)
     p.add_argument("--strict", action="store_true", help="warnings count as errors")
     p.add_argument(
@@ -176,6 +179,15 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     _serving_options(p)
     p.add_argument("--version", action="version", version=f"lore-mcp {__version__}")
     return parser
+
+
+def _history_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """The commands that list and restore the kept versions of a page (`lore read
+    --version N` reads one)."""
+    command("history", "the kept versions of a page, newest first").add_argument("name")
+    p = command("restore", "put a kept version of a page back (through a save)")
+    p.add_argument("name")
+    p.add_argument("--version", type=_number(1, 2**31), default=1, help="which one (1: the newest)")
 
 
 def _page_writes(command: Callable[[str, str], argparse.ArgumentParser]) -> None:

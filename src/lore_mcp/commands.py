@@ -99,6 +99,8 @@ def _call(
 ) -> BaseModel | _Source:
     """The one engine operation the command names."""
     match args.command:
+        case "read" if args.version is not None:
+            return _Source(*engine.version_source(vault, args.name, args.version))
         case "read":
             return _Source(*engine.read_source(vault, args.name))
         case "search":
@@ -192,6 +194,12 @@ def _print(result: BaseModel | _Source, as_json: bool, every_row: bool = False) 
 
 def _page_notes(page: PageView) -> None:
     """What `lore read` cannot put on stdout without breaking the round trip."""
+    if (kept := page.version) is not None:
+        print(
+            f"lore: version {kept.number} of {page.kept_versions} of {page.path}, kept "
+            f"{kept.time} when {kept.tool} ({kept.door}) replaced it.",
+            file=sys.stderr,
+        )
     if page.is_placeholder:
         sources = ", ".join(b.slug for b in page.backlinks) or "nothing"
         print(

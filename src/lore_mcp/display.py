@@ -261,6 +261,7 @@ _SAVED = {
     "prepend": "Prepended to",
     "edit": "Edited",
     "section": "Replaced a section of",
+    "restore": "Restored a kept version of",
 }
 
 
@@ -339,7 +340,7 @@ def _audit(result: AuditLog, console: Console) -> None:
             )
             when = r.time[:19].replace("T", " ")
             session = (r.session or "")[:8]
-            tool = r.tool if r.mode in (None, "replace") else f"{r.tool} ({r.mode})"
+            tool = r.tool if r.mode in (None, "replace", "restore") else f"{r.tool} ({r.mode})"
             table.add_row(when, r.door, r.client(), session, tool, page, _change(r))
         console.print(table)
     if result.skipped:

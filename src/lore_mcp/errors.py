@@ -137,10 +137,18 @@ class LeadsOutsideError(FileVanishedError):
 
 
 class ConflictError(LoreError):
-    """The file is not what the caller last read (`expected_hash` differs)."""
+    """The file is not what the caller last read (`expected_hash` differs), or, with
+    `wanted_new` (`expected_hash=""`), it exists already."""
 
-    def __init__(self, rel_path: str, current: str | None) -> None:
+    def __init__(self, rel_path: str, current: str | None, *, wanted_new: bool = False) -> None:
         self.current = current
+        if wanted_new:
+            super().__init__(
+                f"{rel_path!r} already exists (its hash is {current}), and expected_hash='' "
+                "asks for a page that does not exist yet. Nothing was written; read the page "
+                "and pass its hash as expected_hash to change it, or choose another name."
+            )
+            return
         now = f"its hash is now {current}" if current else "it no longer exists"
         super().__init__(
             f"{rel_path!r} changed since you read it ({now}). Nothing was written; read the "

@@ -47,6 +47,18 @@ class OutgoingLink(BaseModel):
     note: str | None = Field(default=None, description="The link to write instead, and why")
 
 
+class PageVersion(BaseModel):
+    """A kept version of a page file."""
+
+    number: int = Field(description="1 is the newest")
+    time: str = Field(description="When it was kept (UTC, ISO 8601)")
+    tool: str = Field(description="The write that replaced it")
+    door: str = Field(description="mcp, cli or api")
+    size: int
+    hash: str = Field(description="sha256 of its bytes")
+    kept: str = Field(description="Where its bytes are, vault-relative")
+
+
 class PageView(Budgeted):
     """A page as read: its Markdown plus where it sits in the link graph."""
 
@@ -105,7 +117,19 @@ class PageView(Budgeted):
     hash: str | None = Field(
         default=None,
         description="sha256 of the file's bytes; pass it as expected_hash to a write so the "
-        "write fails if the page changed since; null for a placeholder",
+        "write fails if the page changed since; null for a placeholder. With version: the "
+        "kept version's",
+    )
+    kept_versions: int = Field(
+        default=0,
+        description="How many earlier versions of the page the history keeps (1 is the "
+        "newest): read one with version=N, bring it back with save_page(mode='restore', "
+        "version=N)",
+    )
+    version: PageVersion | None = Field(
+        default=None,
+        description="Set when a kept version was read (content is its text): which one, "
+        "when it was kept, and which tool and door replaced it",
     )
 
     @property
@@ -175,18 +199,6 @@ class RenameResult(Budgeted):
         default_factory=list,
         description="Links that now lead to the renamed page though they were not rewritten",
     )
-
-
-class PageVersion(BaseModel):
-    """A kept version of a page file."""
-
-    number: int = Field(description="1 is the newest")
-    time: str = Field(description="When it was kept (UTC, ISO 8601)")
-    tool: str = Field(description="The write that replaced it")
-    door: str = Field(description="mcp, cli or api")
-    size: int
-    hash: str = Field(description="sha256 of its bytes")
-    kept: str = Field(description="Where its bytes are, vault-relative")
 
 
 class PageHistory(BaseModel):

@@ -209,10 +209,11 @@ def _note(part: PageView, cut: dict[str, tuple[int, int]], dropped: bool) -> str
     if part.next_offset is not None:
         here = "" if not (part.offset or part.column) else " from here"
         column = f", column={part.next_column}" if part.next_column else ""
+        version = f", version={part.version.number}" if part.version else ""
         sentences += [
             f"Part 1 of {part.parts}{here}, to fit the size limit: lines "
             f"{part.offset + 1}-{part.last_line} of {part.total_lines}.",
-            f"Read on with offset={part.next_offset}{column}.",
+            f"Read on with offset={part.next_offset}{column}{version}.",
             "To change the page, prefer save_page's append, prepend, edit or section modes "
             "(a replace must send every part).",
         ]

@@ -49,15 +49,25 @@ PAGE_INFO_END = "</page-info>"
 
 
 def page(view: PageView) -> str:
-    """A header (title, slug, path, backlinks, links) between <page-info> tags, which no
-    Markdown or frontmatter uses, then the Markdown as it is in the file."""
+    """A header (title, slug, path, backlinks, links, the history) between <page-info>
+    tags, which no Markdown or frontmatter uses, then the Markdown as it is in the file.
+    A kept version's header says which version it is instead of the links."""
     lines = [PAGE_INFO, f"title: {view.title}", f"slug: {view.slug}"]
     lines.append(f"path: {view.path or 'none (a placeholder: linked to, no file yet)'}")
-    total = len(view.backlinks) if view.backlink_count is None else view.backlink_count
-    lines.append(f"backlinks ({total}): {_join((r.slug for r in view.backlinks), total=total)}")
-    if not view.is_placeholder:
-        targets = list(dict.fromkeys(_link(link) for link in view.links))
-        lines.append(f"links ({len(targets)}): {_join(targets)}")
+    if (kept := view.version) is not None:
+        lines.append(
+            f"version: {kept.number} of {view.kept_versions} kept (1 is the newest), kept "
+            f"{kept.time} when {kept.tool} ({kept.door}) replaced it; "
+            f"save_page(mode='restore', version={kept.number}) brings it back"
+        )
+    else:
+        total = len(view.backlinks) if view.backlink_count is None else view.backlink_count
+        backlinks = _join((r.slug for r in view.backlinks), total=total)
+        lines.append(f"backlinks ({total}): {backlinks}")
+        if not view.is_placeholder:
+            targets = list(dict.fromkeys(_link(link) for link in view.links))
+            lines.append(f"links ({len(targets)}): {_join(targets)}")
+        lines.append(f"history: {_history(view.kept_versions)}")
     if view.alternatives:
         lines.append(f"also matches: {_join(view.alternatives)}")
     if view.offset or view.column or view.next_offset is not None:
@@ -71,6 +81,13 @@ def page(view: PageView) -> str:
     if view.is_placeholder:
         lines.append("(empty until save_page writes it)")
     return "\n".join(lines) + "\n" + view.content
+
+
+def _history(kept: int) -> str:
+    if not kept:
+        return "no kept versions"
+    which = "version=1" if kept == 1 else f"version=1 (the newest) to {kept}"
+    return f"{_plural(kept, 'kept version')}; read one with {which}"
 
 
 def _span(view: PageView) -> str:
@@ -106,6 +123,7 @@ _SAVED = {
     "prepend": "prepended to",
     "edit": "edited (old_text replaced)",
     "section": "section replaced",
+    "restore": "a kept version restored (what it replaced is kept in turn)",
 }
 
 

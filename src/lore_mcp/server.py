@@ -57,7 +57,9 @@ GUIDE = (
     "section (one heading's body) changes part of it without sending the rest; a "
     "[[link]] to a page that does not exist yet becomes a placeholder that save_page can "
     "fill later. rename_page moves a page and fixes every link to it; delete_page keeps "
-    "the file's last version in the history. list_pages browses by folder."
+    "the file's last version in the history, as every write keeps what it replaces: "
+    "read_page with version=N reads one, save_page with mode='restore' puts it back. "
+    "list_pages browses by folder."
 )
 
 

@@ -78,19 +78,20 @@ NewName = Annotated[
 ]
 # Characters here; the engine checks the real limit, 1 MiB of UTF-8 bytes.
 Content = Annotated[
-    str,
+    str | None,
     Field(
         max_length=MAX_CONTENT_BYTES,
         description="replace: the page's complete Markdown (at most 1 MiB of UTF-8); append, "
         "prepend: the text to add; edit: the text that takes old_text's place; section: the "
-        "section's new body",
+        "section's new body; restore: leave it out (the version is the content)",
     ),
 ]
 SaveMode = Annotated[
-    Mode,
+    Literal[Mode, "restore"],
     Field(
         description="replace (the whole page), append (at the end), prepend (after the "
-        "frontmatter), edit (replace old_text), section (replace the body under heading)"
+        "frontmatter), edit (replace old_text), section (replace the body under heading), "
+        "restore (put back kept version `version`)"
     ),
 ]
 OldText = Annotated[
@@ -139,7 +140,17 @@ ExpectedHash = Annotated[
     Field(
         max_length=80,
         description="The page's hash as read_page gave it: the write fails, changing "
-        "nothing, if the page has changed since (another agent wrote it)",
+        "nothing, if the page has changed since (another agent wrote it). '' means the "
+        "page must not exist yet: the write only creates it",
+    ),
+]
+Version = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        description="A kept version, 1 the newest (read_page's kept_versions says how many): "
+        "read_page reads it instead of the page; save_page with mode='restore' puts it "
+        "back (1 by default, which undoes the last change)",
     ),
 ]
 
@@ -198,31 +209,38 @@ def _result(ctx: Ctx, model: R, draw: Callable[[R], str]) -> CallToolResult:
 
 
 async def read_page(
-    slug: Name, ctx: Ctx, offset: LineOffset = 0, column: Column = 0
+    slug: Name,
+    ctx: Ctx,
+    offset: LineOffset = 0,
+    column: Column = 0,
+    version: Version = None,
 ) -> Annotated[CallToolResult, PageView]:
     """Read one page of the memory vault: its Markdown, the pages that link to it
-    (backlinks) and the links it holds.
+    (backlinks), the links it holds, and how many earlier versions the history keeps.
 
     A placeholder (a page that is linked to but not written yet) reads as empty content
     plus who links to it. An unknown name fails with the closest slugs; an ambiguous one
     is resolved like a link and the other candidates are listed. A page too long for one
     result is read in parts (the first says how many): call again with next_offset and
-    next_column; joined, the parts are the file exactly."""
-    view = await _call(ctx, lambda v: engine.read_page(v, slug, offset, column))
+    next_column; joined, the parts are the file exactly. With version=N, reads kept
+    version N instead (1 the newest; also of a deleted page), in parts the same way:
+    its text, when it was kept and which write replaced it."""
+    view = await _call(ctx, lambda v: engine.read_page_or_version(v, slug, offset, column, version))
     return _result(ctx, view, render.page)
 
 
 async def save_page(
     slug: Name,
-    content: Content,
     ctx: Ctx,
+    content: Content = None,
     *,
     mode: SaveMode = "replace",
     old_text: OldText = None,
     heading: Heading = None,
     expected_hash: ExpectedHash = None,
+    version: Version = None,
 ) -> Annotated[CallToolResult, SaveResult]:
-    """Write a page: create it, change it, or fill in a placeholder.
+    """Write a page: create it, change it, fill in a placeholder, or restore a version.
 
     mode replace (the default) sends the whole page; append and prepend add content at
     its end or start, edit replaces the one occurrence of old_text with content, section
@@ -231,17 +249,21 @@ async def save_page(
     can be lost. A bare name changes the page of that name in any folder, else
     replace, append and prepend create it at the top; a path ('notes/Idea', 'Idea.md')
     means exactly that file. Links, search index and graph are updated in the same call;
-    the version replaced is kept in the history. Only replace is idempotent."""
+    the version replaced is kept in the history. mode restore (no content) puts back
+    kept version `version` as read_page(version=N) shows it (1, the newest, undoes the
+    last change; a deleted page comes back); what it replaces is kept in turn, so a
+    restore can be undone too. Only replace is idempotent."""
     door = _door(ctx)
     saved = await _call(
         ctx,
-        lambda v: engine.save_page(
+        lambda v: engine.save_or_restore(
             v,
             slug,
             content,
             mode=mode,
             old_text=old_text,
             heading=heading,
+            version=version,
             door=door,
             expected_hash=expected_hash,
         ),

@@ -13,7 +13,14 @@ from lore_mcp.vault_ops.open import (
 from lore_mcp.vault_ops.pages import delete_page, read_page, read_source, save_page
 from lore_mcp.vault_ops.queries import get_backlinks, get_graph, list_pages, search, search_titles
 from lore_mcp.vault_ops.rename import rename_page
-from lore_mcp.vault_ops.versions import page_history, restore_page
+from lore_mcp.vault_ops.versions import (
+    page_history,
+    read_page_or_version,
+    read_version,
+    restore_page,
+    save_or_restore,
+    version_source,
+)
 
 __all__ = [
     "AppState",
@@ -28,11 +35,15 @@ __all__ = [
     "open_vault",
     "page_history",
     "read_page",
+    "read_page_or_version",
     "read_source",
+    "read_version",
     "rename_page",
     "restore_page",
     "resync",
+    "save_or_restore",
     "save_page",
     "search",
     "search_titles",
+    "version_source",
 ]

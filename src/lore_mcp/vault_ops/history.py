@@ -8,6 +8,10 @@ history takes the replaced file itself (a second name for it, a hard link) inste
 copying its bytes: the page then gets a new file, so the kept one never changes. Per
 page, the last `HISTORY_KEEP_VERSIONS` versions are kept, and every version younger
 than `HISTORY_KEEP_DAYS` days, whichever keeps more.
+
+The history follows a page through renames: a rename moves the versions of the page's
+old path to its new one (`folder_of`, carried out by the rename's `journal`), so the
+history of `Final.md` holds what `Draft.md` kept before `Draft` became `Final`.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from lore_mcp.config import HISTORY_DIR, HISTORY_KEEP_DAYS, HISTORY_KEEP_VERSIONS, LORE_DIR
+from lore_mcp.slugs import Key, path_key, slug_from_path
 from lore_mcp.vault_ops.files import atomic_write, content_hash, fsync_dir
 from lore_mcp.vault_ops.paths import entry_path
 
@@ -47,8 +52,13 @@ class Version:
         return content_hash(self.read(root))
 
 
+def folder_of(rel: str) -> str:
+    """Where the versions of the page file `rel` are kept, vault-relative."""
+    return f"{LORE_DIR}/{HISTORY_DIR}/{rel}"
+
+
 def _folder(root: Path, rel: str) -> Path:
-    return root / LORE_DIR / HISTORY_DIR / rel
+    return root / folder_of(rel)
 
 
 def keep(root: Path, rel: str, data: bytes, tool: str, door: str) -> str:
@@ -135,6 +145,27 @@ def versions(root: Path, rel: str) -> list[Version]:
     ]
 
 
+def count(root: Path, rel: str | None, key: str) -> int:
+    """How many versions are kept of the page file `rel`; for a placeholder (`rel` None,
+    `key` its link key), of the deleted page file that key names."""
+    if rel is None:
+        rel = find(root, Key(key, False, slug_from_path(key)))
+    return 0 if rel is None else len(versions(root, rel))
+
+
+def find(root: Path, key: Key) -> str | None:
+    """The page file with kept versions at the path `key` names, or whose path ends
+    with it; else whose slug is, or ends with, its slug form: where the history of a
+    deleted page is, asked for by name."""
+    kept = page_paths(root)
+    for form, wanted in ((path_key, key.path), (slug_from_path, key.fold)):
+        for rel in kept:
+            found = form(rel)
+            if wanted and (found == wanted or (not key.exact and found.endswith("/" + wanted))):
+                return rel
+    return None
+
+
 def _prune(folder: Path, now: datetime) -> None:
     """Remove the versions beyond the last `HISTORY_KEEP_VERSIONS` that are older than
     `HISTORY_KEEP_DAYS` days. The names sort as the times they hold."""
@@ -155,13 +186,17 @@ def _prune(folder: Path, now: datetime) -> None:
 
 
 def page_paths(root: Path) -> list[str]:
-    """Every page file that has kept versions, vault-relative, sorted."""
+    """Every page file that has kept versions, vault-relative, sorted. (A walk that
+    takes folders from the directory listing: read_page of a placeholder asks, so no
+    version file is looked at one by one.)"""
     base = root / LORE_DIR / HISTORY_DIR
-    if not base.is_dir():
-        return []
-    return sorted(
-        folder.relative_to(base).as_posix() for folder in base.rglob("*.md") if folder.is_dir()
-    )
+    found = [
+        Path(folder, name).relative_to(base).as_posix()
+        for folder, names, _ in os.walk(base)
+        for name in names
+        if name.lower().endswith(".md")
+    ]
+    return sorted(found)
 
 
 def size(root: Path) -> tuple[int, int]:

@@ -179,7 +179,6 @@ def existing(vault: AppState, name: str, *, placeholders_too: bool = False) -> T
     raise PageNotFoundError(name, suggest(vault, parsed))
 
 
-
 def _new_path(vault: AppState, name: Name) -> str:
     return spelled_on_disk(vault.root, new_file_path(name))
 

@@ -56,7 +56,7 @@ def _read(vault: AppState, name: str, offset: int, column: int) -> tuple[PageVie
         if row is None:
             raise PageNotFoundError(name)
         data = None if row.path is None else read_bytes(vault, row.path)
-        view = _view(vault.handle(found.key), row.title, row.path, data, at=(offset, column))
+        view = view_of(vault.handle(found.key), row.title, row.path, data, at=(offset, column))
         update = {
             "tags": vault.index.pages.tags_of(found.key),
             "is_placeholder": row.is_placeholder,
@@ -68,6 +68,7 @@ def _read(vault: AppState, name: str, offset: int, column: int) -> tuple[PageVie
             "links": [link for link in outgoing(vault, found.key) if link.line > offset],
             "matched_by": found.rule,
             "alternatives": found.alternatives,
+            "kept_versions": history.count(vault.root, row.path, found.key),
         }
         return view.model_copy(update=update), data
 
@@ -78,11 +79,11 @@ def _plain(properties: dict[str, Any]) -> dict[str, Any]:
     return plain
 
 
-def _view(
+def view_of(
     slug: str, title: str, rel: str | None, data: bytes | None, *, at: tuple[int, int]
 ) -> PageView:
     """The page's text from line `offset` + 1, column `column` + 1 (`at`) on, as the
-    file holds it."""
+    file holds it (or as a kept version of it holds it: `data`)."""
     offset, column = at
     text, bad = ("", False) if data is None else files.decode(data)
     lines = split_lines(text)
@@ -187,12 +188,14 @@ def current_bytes(vault: AppState, rel: str) -> bytes | None:
 
 
 def check_expected(rel: str, current: bytes | None, expected_hash: str | None) -> None:
-    """Refuse a write when the caller's `expected_hash` is not the file's hash."""
+    """Refuse a write when the caller's `expected_hash` is not the file's hash; an empty
+    one means the file must not exist yet."""
     if expected_hash is None:
         return
     now = None if current is None else files.content_hash(current)
-    if now != expected_hash.strip().lower().removeprefix("sha256:"):
-        raise ConflictError(rel, now)
+    wanted = expected_hash.strip().lower().removeprefix("sha256:")
+    if now != (wanted or None):
+        raise ConflictError(rel, now, wanted_new=not wanted)
 
 
 def encode(vault: AppState, content: str) -> bytes:

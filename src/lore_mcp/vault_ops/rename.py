@@ -9,8 +9,9 @@ and now leads to the page is left, and listed as retargeted. Rewrites keep each 
 form (relative, rooted or a path tail; URL-encoded or in `<>`; alias, heading and `!`
 untouched).
 
-Every file the rename changes is kept in the history first; then the moves and the new
-bytes are written down (`journal`) before any file changes, so the rename happens as one.
+Every file the rename changes is kept in the history first; then the moves (the page's
+history with it) and the new bytes are written down (`journal`) before any file changes,
+so the rename happens as one.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def rename_page(
         check_expected(old_rel, current, expected_hash)
         plan = _Rewrites(vault, old_rel, new_rel)
         texts = plan.texts()
-        moves = journal.Plan([(old_rel, new_rel)])
+        moves = journal.Plan([(old_rel, new_rel)], folders=[_history_moves(old_rel, new_rel)])
         for was, rewrite in texts.items():
             moves.writes[new_rel if was == old_rel else was] = rewrite.after
         before = {old_rel: current} | {rel: rewrite.before for rel, rewrite in texts.items()}
@@ -114,6 +115,11 @@ def rename_page(
                 for link in plan.retargeted
             ],
         )
+
+
+def _history_moves(old_rel: str, new_rel: str) -> tuple[str, str]:
+    """The page's history goes with it: its kept versions move to its new path."""
+    return history.folder_of(old_rel), history.folder_of(new_rel)
 
 
 def _new_path(old_rel: str, new_name: str) -> str:
