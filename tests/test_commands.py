@@ -432,7 +432,6 @@ def test_subprocess_errors_exit_non_zero(brain_dir: Path, tmp_path: Path) -> Non
     assert doctor.returncode == 1 and b"Not valid UTF-8" in doctor.stdout
 
 
-
 @pytest.mark.parametrize(
     "argv",
     [

@@ -318,7 +318,9 @@ def test_lines_with_any_line_ending(newline: str) -> None:
 
 def test_rewrite_keeps_embed_alias_and_fragment() -> None:
     markdown = "![[old]] [[old|Alias]] [[old#Heading|A]] [[old^blk]] [[old#^blk]]"
-    expected = "![[new]] [[new|Alias]] [[new#Heading|A]] [[new^blk]] [[new#^blk]]"
+    # `[[old^blk]]` names a page `old^blk` (only `#` starts a fragment): its target is all
+    expected = "![[new]] [[new|Alias]] [[new#Heading|A]] [[new]] [[new#^blk]]"
+
     assert rewrite_links(markdown, dict.fromkeys(range(5), "new")) == expected
 
 

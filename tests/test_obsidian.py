@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from conftest import write
 from helpers import assert_matches_fresh, placeholder_slugs
 from lore_mcp import links, vault_ops
+from lore_mcp.errors import LooseNameError
 from lore_mcp.markdown import parsed_regions, simple_regions
 from lore_mcp.vault_ops import AppState
 
@@ -145,7 +146,10 @@ def test_an_alias_never_takes_a_link_and_a_write_by_it_is_refused(vault_dir: Pat
         assert saved.path == "Support.md"
         note = vault_ops.read_page(opened, "Asker").links[0].note
         assert note is not None and "[[Support|Helpdesk]]" in note
-        assert vault_ops.read_page(opened, "Helpdesk").is_placeholder  # the placeholder first
+        assert vault_ops.read_page(opened, "Helpdesk").path == "Support.md"  # a read by alias
+        with pytest.raises(LooseNameError, match="'Support'"):  # a write by it is refused
+            vault_ops.save_page(opened, "Helpdesk", "x\n", mode="append")
+
         assert_matches_fresh(opened)
     finally:
         opened.close()
@@ -314,23 +318,36 @@ def _fold(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold()
 
 
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
 def obsidian_resolve(target: str, source: str, files: list[str]) -> str | None:
     """Obsidian's rules as observed on 1.13, written out on their own: the page file a
     link target means, or None (unresolved). Paths and names match ignoring case; an
     exact path wins, then a file in the linking page's own folder, then the shortest
     path, then sort order. An alias never resolves a link."""
     text = target.replace("\\", "/").strip()
-    if _fold(text).endswith(".md"):
+    while _fold(text).endswith(".md"):
         text = text[:-3]
-    stems = {_fold(f[:-3]): f for f in files}
+
+    def at(path: str) -> str | None:
+        """The file at this path; of several only case or Unicode form tell apart, the
+        one spelled as the link is, else the first."""
+        found = sorted(f for f in files if _fold(f[:-3]) == _fold(path))
+        same = [f for f in found if f[:-3] == path] or [
+            f for f in found if unicodedata.normalize("NFC", f[:-3]) == _nfc(path)
+        ]
+        return (same or found)[0] if found else None
+
+
     if text.startswith(("./", "../")):
-        path = posixpath.normpath(posixpath.join(posixpath.dirname(source), text))
-        return stems.get(_fold(path))
+        return at(posixpath.normpath(posixpath.join(posixpath.dirname(source), text)))
     if text.startswith("/"):
-        return stems.get(_fold(text[1:]))
-    if _fold(text) in stems:
-        return stems[_fold(text)]
-    ending = [f for stem, f in stems.items() if stem.endswith("/" + _fold(text))]
+        return at(text[1:])
+    if (exact := at(text)) is not None:
+        return exact
+    ending = [f for f in files if _fold(f[:-3]).endswith("/" + _fold(text))]
     if len(ending) > 1:
         here = [f for f in ending if posixpath.dirname(f) == posixpath.dirname(source)]
         ending = sorted(here) or sorted(ending, key=lambda f: (len(f), f))

@@ -36,7 +36,7 @@ _OPAQUE_TAG = re.compile(r"<!--.*?-->|" + _HTML, re.DOTALL)
 _OPAQUE_NO_COMMENT = re.compile(_HTML)  # when no `-->` is left, no comment can close
 _TAG = re.compile(r"#([\w/-]+)")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|//")
-_FORBIDDEN_IN_TARGET = frozenset("[]|#^\r\n")
+_FORBIDDEN_IN_TARGET = frozenset("[]|#\r\n")
 _ENCODED_BYTE = re.compile(r"%[89A-Fa-f][0-9A-Fa-f]")  # a byte of a non-ASCII character
 _ESCAPED = {char: f"%{ord(char):02X}" for char in " %()<>"}  # what a raw destination cannot hold
 # The file formats Obsidian opens itself: a link to one is an attachment, not a page.

@@ -15,7 +15,7 @@ import heapq
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
 
@@ -100,6 +100,8 @@ class Key:
     path: str
     exact: bool
     fold: str
+    # the path as written, for the tie between files only case tells apart
+    text: str = field(default="", compare=False)
 
 
 def target_key(target: str, source: str | None = None) -> Key | None:
@@ -108,7 +110,7 @@ def target_key(target: str, source: str | None = None) -> Key | None:
     `./x` and `../x` are resolved against the folder of the page `source` and `/x`
     against the vault root; those are exact. `None` when nothing page-like remains
     (an empty target, `..` above the root)."""
-    text = target.strip().replace("\\", "/").removeprefix("!")
+    text = target.strip().replace("\\", "/")
     relative = source is not None and text.startswith(("./", "../"))
     return _key(text, parent(source) if relative and source is not None else None)
 
@@ -128,8 +130,8 @@ def _key(text: str, folder: str | None) -> Key | None:
             parts.append(raw)
     if not parts:
         return None
-    path = path_key("/".join(parts))
-    return Key(path, exact, slug_from_path(path))
+    written = "/".join(parts)
+    return Key(path_key(written), exact, slug_from_path(written), written)
 
 
 def check_name(name: str) -> None:
@@ -467,12 +469,30 @@ class Resolution:
     loose: bool = False
 
 
+def _spelled(found: list[str], text: str) -> list[str]:
+    """Of several files at one path (told apart by case or Unicode form only), those
+    spelled as the link is: code point for point, else once normalised (NFC)."""
+    if len(found) < 2 or not text:
+        return found
+    for same in (
+        [p for p in found if strip_md(p) == text],
+        [p for p in found if unicodedata.normalize("NFC", strip_md(p)) == nfc(text)],
+    ):
+        if same:
+            return same
+    return found
+
+
+def nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
 def resolve(pages: PageSet, key: Key, source: str | None) -> Resolution:
     """Where a link from the page `source` with this key leads, as Obsidian resolves
     it: the exact path, else among the files whose path ends with it the one in the
     linking page's folder or the shortest (see `pick`). Only where that finds nothing
     does the slug form find a page, loosely; else the link waits at a placeholder."""
-    found = pages.at(key.path)
+    found = _spelled(pages.at(key.path), key.text)
     if not found and not key.exact:
         found = pages.ending(key.path)
     loose = False

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from lore_mcp.index import LinkRow, PageRow
-from lore_mcp.slugs import Key, path_key, resolve, slug_from_path, suffixes
+from lore_mcp.slugs import Key, path_key, resolve, slug_from_path, suffixes, target_key
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.files import Parsed
 
@@ -97,8 +97,13 @@ def _batches(pages: Iterable[Parsed]) -> Iterator[list[Parsed]]:
         yield batch
 
 
+def link_key(link: LinkRow) -> Key:
+    """The key a stored link resolves by (its spelling kept, for a tie only case breaks)."""
+    return target_key(link.target, link.source) or Key(link.key, link.exact, link.fold)
+
+
 def _resolved(vault: AppState, link: LinkRow) -> LinkRow:
-    found = resolve(vault.pages, Key(link.key, link.exact, link.fold), link.source)
+    found = resolve(vault.pages, link_key(link), link.source)
     return link._replace(resolved=found.target, ambiguous=found.ambiguous, loose=found.loose)
 
 
@@ -129,7 +134,7 @@ def _reresolve(vault: AppState, changed: set[str], candidates: set[str]) -> set[
     updates: list[tuple[int, str, bool, bool]] = []
     sources: set[str] = set()
     for link in vault.index.links.with_keys(keys, folds):
-        found = resolve(vault.pages, Key(link.key, link.exact, link.fold), link.source)
+        found = resolve(vault.pages, link_key(link), link.source)
         if (found.target, found.ambiguous, found.loose) != (
             link.resolved,
             link.ambiguous,

@@ -68,9 +68,12 @@ def _by_path(vault: AppState, name: Name) -> Found | None:
     the name is."""
     found = vault.pages.at(name.key.path)
     wanted = unicodedata.normalize("NFC", name.text)
-    same_case = [p for p in found if unicodedata.normalize("NFC", strip_md(p)) == wanted]
-    if same_case:
-        return _chosen("path", found, same_case[0])
+    for same in (
+        [p for p in found if strip_md(p) == name.text],  # as spelled, code point for point
+        [p for p in found if unicodedata.normalize("NFC", strip_md(p)) == wanted],
+    ):
+        if same:
+            return _chosen("path", same, same[0])
     if found:
         return _chosen("path", found, found[0])
     if name.text == name.key.fold:

@@ -243,7 +243,6 @@ class _Rewrites:
             depth = min(len(bare.strip("/").split("/")), len(parts))
             lengths = [*range(depth, len(parts) + 1), *range(depth - 1, 0, -1)]
             forms += ["/".join(parts[-n:]) for n in lengths] + ["/" + path]
-        usable = []
         for tail in filter(None, forms):
             form = tail + extension
             key = target_key(form, here)
@@ -251,10 +250,8 @@ class _Rewrites:
                 continue
             found = resolve(self.after, key, here)
             if found.target == wanted and not found.loose:
-                if not found.ambiguous:
-                    return form
-                usable.append(form)
-        return usable[0] if usable else None
+                return form  # Obsidian's tie-break is a rule: a link that needs it holds
+        return None
 
 
 def _edited(written: str, old: str, new: str) -> str | None:
