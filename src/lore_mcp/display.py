@@ -302,10 +302,12 @@ def _renamed(result: RenameResult, console: Console) -> None:
         )
     )
     pages = ", ".join(result.rewritten)
+    if result.pages_rewritten > len(result.rewritten):
+        pages += f", ... ({result.pages_rewritten - len(result.rewritten)} more)"
     console.print(
         Text(
             f"rewrote {plural(result.links_rewritten, 'link')} in "
-            f"{plural(len(result.rewritten), 'page')}" + (f": {pages}" if pages else "")
+            f"{plural(result.pages_rewritten, 'page')}" + (f": {pages}" if pages else "")
         )
     )
 

@@ -162,12 +162,18 @@ class RenameResult(Budgeted):
     slug: str
     title: str
     path: str
-    rewritten: list[str] = Field(description="Slugs of pages whose links were rewritten")
+    rewritten: list[str] = Field(
+        description="The first slugs (by slug) of the pages whose links were rewritten; "
+        "get_backlinks of the new slug lists every page that links to it now"
+    )
+    pages_rewritten: int = Field(default=0, description="How many pages were rewritten in all")
     links_rewritten: int
     retargeted: list[RetargetedLink] = Field(
         default_factory=list,
-        description="Links that now lead to the renamed page though they were not rewritten",
+        description="The first links that now lead to the renamed page though they were "
+        "not rewritten",
     )
+    retargeted_count: int = Field(default=0, description="How many such links in all")
 
 
 class PageVersion(BaseModel):

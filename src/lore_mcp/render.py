@@ -135,14 +135,23 @@ def deleted(result: DeleteResult) -> str:
 def renamed(result: RenameResult) -> str:
     lines = [f"Renamed {result.old_slug} to {result.slug} ({result.path})."]
     links = _plural(result.links_rewritten, "link")
-    lines.append(f"Rewrote {links} in {_plural(len(result.rewritten), 'page')}:")
+    pages = _plural(result.pages_rewritten, "page")
+    if result.pages_rewritten > len(result.rewritten):
+        pages += f"; the first {len(result.rewritten)}"
+    lines.append(f"Rewrote {links} in {pages}" + (":" if result.rewritten else "."))
     lines += [f"- {slug}" for slug in result.rewritten]
-    if result.retargeted:
+    if result.retargeted_count:
+        first = (
+            f"; the first {len(result.retargeted)}"
+            if result.retargeted_count > len(result.retargeted)
+            else ""
+        )
         lines.append(
-            f"{_plural(len(result.retargeted), 'link')} that led nowhere now lead to "
-            f"{result.slug} without being rewritten:"
+            f"{_plural(result.retargeted_count, 'link')} that led nowhere now lead to "
+            f"{result.slug} without being rewritten{first}:"
         )
         lines += [f"- {r.source}:{r.line}: [[{r.target}]]" for r in result.retargeted]
+    lines.append(f"get_backlinks of {result.slug} lists every page that links to it now.")
     return "\n".join(lines)
 
 

@@ -267,7 +267,9 @@ async def rename_page(
 ) -> Annotated[CallToolResult, RenameResult]:
     """Rename or move a page and rewrite every [[link]] that pointed at it, in every
     page (aliases, headings and embeds are kept). Nothing is lost. The name must match
-    one page only, and the new name must be free."""
+    one page only, and the new name must be free. The result counts the pages and links
+    rewritten and names the first pages; get_backlinks of the new name lists every page
+    that links to it."""
     door = _door(ctx)
     renamed = await _call(
         ctx,

@@ -40,6 +40,8 @@ from lore_mcp.vault_ops.files import spelled_on_disk
 from lore_mcp.vault_ops.open import writing
 from lore_mcp.vault_ops.pages import check_expected, check_inside, read_bytes
 
+LISTED = 20  # rewritten pages and retargeted links a rename result lists; it counts them all
+
 
 def rename_page(
     vault: AppState,
@@ -94,16 +96,18 @@ def rename_page(
                 placeholders=(applied.created, applied.removed),
             ),
         )
+        rewritten = sorted(new_slug if rel == old_rel else slug_from_path(rel) for rel in texts)
+        retargeted = plan.retargeted if plan else []
         return RenameResult(
             old_slug=old_slug,
             slug=new_slug,
             title=title_from_path(new_rel),
             path=new_rel,
-            rewritten=sorted(new_slug if rel == old_rel else slug_from_path(rel) for rel in texts)
-            if plan
-            else [],
+            rewritten=rewritten[:LISTED],
+            pages_rewritten=len(rewritten),
             links_rewritten=sum(rewrite.links for rewrite in texts.values()),
-            retargeted=plan.retargeted if plan else [],
+            retargeted=retargeted[:LISTED],
+            retargeted_count=len(retargeted),
         )
 
 
