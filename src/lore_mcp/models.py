@@ -79,6 +79,10 @@ class PageView(Budgeted):
         description="How many pages link here in all (backlinks may list fewer, to fit)",
     )
     links: list[OutgoingLink] = Field(description="Links in this page, in order")
+    link_count: int | None = Field(
+        default=None,
+        description="How many links the lines shown hold in all (links may list fewer, to fit)",
+    )
     alternatives: list[str] = Field(
         default_factory=list,
         description="Other pages the name could have meant, when it was ambiguous",

@@ -57,7 +57,9 @@ def page(view: PageView) -> str:
     lines.append(f"backlinks ({total}): {_join((r.slug for r in view.backlinks), total=total)}")
     if not view.is_placeholder:
         targets = list(dict.fromkeys(_link(link) for link in view.links))
-        lines.append(f"links ({len(targets)}): {_join(targets)}")
+        count = len(view.links) if view.link_count is None else view.link_count
+        more = len(targets) + count - len(view.links)
+        lines.append(f"links ({count}): {_join(targets, total=more)}")
     if view.alternatives:
         lines.append(f"also matches: {_join(view.alternatives)}")
     if view.offset or view.column or view.next_offset is not None:

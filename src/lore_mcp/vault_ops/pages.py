@@ -62,6 +62,7 @@ def _read(vault: AppState, name: str, offset: int, column: int) -> tuple[PageVie
             raise PageNotFoundError(name)
         data = None if row.path is None else read_bytes(vault, row.path)
         view = _view(slug, row.title, row.path, data, at=(offset, column))
+        shown = [link for link in outgoing(vault, slug) if link.line > offset]
         update = {
             "tags": vault.index.pages.tags_of(slug),
             "is_placeholder": row.is_placeholder,
@@ -69,7 +70,8 @@ def _read(vault: AppState, name: str, offset: int, column: int) -> tuple[PageVie
                 PageRef(slug=s, title=vault.graph.title(s)) for s in vault.graph.linking_to(slug)
             ],
             "backlink_count": vault.graph.in_degree(slug),
-            "links": [link for link in outgoing(vault, slug) if link.line > offset],
+            "links": shown,
+            "link_count": len(shown),
             "alternatives": alternatives,
         }
         return view.model_copy(update=update), data
