@@ -23,6 +23,16 @@ class Budgeted(BaseModel):
     )
 
 
+class Paged(Budgeted):
+    """A result that shows one page of a longer list: call again with `next_offset` as
+    `offset` for the next rows. Counts are of the whole list, not of the rows shown."""
+
+    offset: int = Field(default=0, description="Rows of the list skipped before these")
+    next_offset: int | None = Field(
+        default=None, description="Pass as offset for the next rows; null when none are left"
+    )
+
+
 class PageRef(BaseModel):
     """A page or placeholder by slug and title."""
 
@@ -213,7 +223,7 @@ class PageSummary(BaseModel):
     )
 
 
-class PageList(Budgeted):
+class PageList(Paged):
     """A page of the sorted listing."""
 
     sort: Literal["slug", "modified"] = Field(
@@ -221,8 +231,6 @@ class PageList(Budgeted):
     )
     pages: list[PageSummary]
     total: int = Field(description="How many pages match in all")
-    offset: int
-    next_offset: int | None = Field(description="Pass as offset for the next page; null at end")
 
 
 class SearchHit(BaseModel):
@@ -256,11 +264,12 @@ class TitleMatch(BaseModel):
     match: Literal["exact", "prefix", "substring", "fuzzy"]
 
 
-class TitleMatches(Budgeted):
+class TitleMatches(Paged):
     """Title matches: exact first, then prefix, substring and close spellings."""
 
     query: str
     matches: list[TitleMatch]
+    total: int = Field(default=0, description="How many pages match in all")
 
 
 class Backlink(BaseModel):
@@ -275,14 +284,23 @@ class Backlink(BaseModel):
     )
 
 
-class Backlinks(Budgeted):
-    """Who links to a page, and (optionally) who mentions it without linking."""
+class Backlinks(Paged):
+    """Who links to a page, and (optionally) who mentions it without linking. The rows
+    are one list, paged by offset: the linking lines, then the mentions."""
 
     slug: str
     title: str
     linked: list[Backlink]
     unlinked: list[Backlink] | None = Field(
         default=None, description="Plain-text mentions; only when include_unlinked was set"
+    )
+    total: int = Field(default=0, description="Lines that link here, in all")
+    linking_pages: int = Field(default=0, description="Distinct pages that link here")
+    links: int = Field(default=0, description="Links to the page, in all")
+    unlinked_total: int | None = Field(
+        default=None,
+        description="Lines that mention it without linking, in all (in the first 200 "
+        "pages that hold its name)",
     )
 
 
@@ -299,12 +317,16 @@ class GraphEdge(BaseModel):
 
 
 class Neighbourhood(BaseModel):
-    """The pages within `depth` links of a page, in either direction."""
+    """The pages within `depth` links of a page, in either direction: nodes sorted by
+    hops then slug, paged by offset; with each page of nodes, the links among all the
+    nodes so far that reach one of them (so every link is shown once)."""
 
     center: str
     depth: int
     nodes: list[GraphNode]
     edges: list[GraphEdge]
+    node_count: int = Field(default=0, description="Pages in the neighbourhood, in all")
+    edge_count: int = Field(default=0, description="Links among them, in all")
 
 
 class LinkedCount(BaseModel):
@@ -319,19 +341,22 @@ class VaultShape(BaseModel):
     pages: int
     placeholders: int
     links: int = Field(description="Distinct page-to-page edges")
-    orphans: list[str] = Field(description="Pages with no links in or out (the first ones)")
+    orphans: list[str] = Field(description="Pages with no links in or out, by slug")
     orphan_count: int
     unreferenced: list[str] = Field(
         default_factory=list,
-        description="Pages no other page links to, whatever they link to (the first ones)",
+        description="Pages no other page links to, whatever they link to, by slug",
     )
     unreferenced_count: int = 0
-    most_linked: list[LinkedCount]
+    most_linked: list[LinkedCount] = Field(description="Pages by how many pages link there")
+    most_linked_count: int = Field(default=0, description="Pages that other pages link to")
     unresolved: list[LinkedCount] = Field(description="Placeholders, by how many pages link there")
+    unresolved_count: int = Field(default=0, description="Placeholders that pages link to")
 
 
-class GraphResult(Budgeted):
-    """Either a neighbourhood (when a slug was given) or the vault's shape."""
+class GraphResult(Paged):
+    """Either a neighbourhood (when a slug was given) or the vault's shape. offset pages
+    the neighbourhood's nodes, or the shape's four lists together (the same rows of each)."""
 
     neighbourhood: Neighbourhood | None = None
     shape: VaultShape | None = None

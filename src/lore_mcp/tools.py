@@ -22,7 +22,7 @@ from pydantic import Field
 
 from lore_mcp import audit, budget, render
 from lore_mcp import vault_ops as engine
-from lore_mcp.config import MAX_CONTENT_BYTES, MAX_NAME_CHARS, MAX_QUERY_CHARS
+from lore_mcp.config import MAX_CONTENT_BYTES, MAX_NAME_CHARS, MAX_QUERY_CHARS, PAGE_ROWS
 from lore_mcp.edits import Mode
 from lore_mcp.errors import LoreError
 from lore_mcp.models import (
@@ -117,7 +117,9 @@ Centre = Annotated[
     Field(max_length=MAX_NAME_CHARS, description="Centre page; leave out for the vault's shape"),
 ]
 Depth = Annotated[int, Field(ge=1, le=3, description="How many links from the centre (1-3)")]
-Offset = Annotated[int, Field(ge=0, description="Skip this many pages (for paging)")]
+Offset = Annotated[
+    int, Field(ge=0, description="Skip this many rows: 0, or the next_offset a result gave")
+]
 LineOffset = Annotated[
     int,
     Field(
@@ -294,7 +296,7 @@ async def list_pages(
 ) -> Annotated[CallToolResult, PageList]:
     """List pages with how many links go out and come in and when each file was last
     modified: by slug, or with sort="modified" the latest first (what changed lately).
-    Page through long listings with offset (the result says the next offset)."""
+    total counts them all; page on with offset=next_offset (null: no more)."""
     listing = await _call(
         ctx, lambda v: engine.list_pages(v, folder, include_placeholders, offset, limit, sort=sort)
     )
@@ -321,10 +323,12 @@ async def search_titles(
     query: Annotated[Query, Field(description="A page name, or part of one")],
     ctx: Ctx,
     limit: Annotated[int, _limit("matches")] = 20,
+    offset: Offset = 0,
 ) -> Annotated[CallToolResult, TitleMatches]:
     """Find pages by title or slug: exact matches first, then prefixes, substrings and
-    close spellings. Use it to learn what a page is called; placeholders are flagged."""
-    matches = await _call(ctx, lambda v: engine.search_titles(v, query, limit))
+    close spellings. Use it to learn what a page is called; placeholders are flagged.
+    total counts every match; page on with offset=next_offset."""
+    matches = await _call(ctx, lambda v: engine.search_titles(v, query, limit, offset))
     return _result(ctx, matches, render.title_matches)
 
 
@@ -334,21 +338,28 @@ async def get_backlinks(
     include_unlinked: Annotated[
         bool, Field(description="Also find pages that mention the title without linking")
     ] = False,
+    offset: Offset = 0,
 ) -> Annotated[CallToolResult, Backlinks]:
     """The lines in other pages that link to this page, with line numbers; optionally
-    also plain-text mentions of its title that are not links yet."""
-    backlinks = await _call(ctx, lambda v: engine.get_backlinks(v, slug, include_unlinked))
+    also plain-text mentions of its title that are not links yet. The counts are of
+    all of them; the rows (the links, then the mentions) come a page at a time: page on
+    with offset=next_offset (null: no more)."""
+    backlinks = await _call(
+        ctx, lambda v: engine.get_backlinks(v, slug, include_unlinked, offset, PAGE_ROWS)
+    )
     return _result(ctx, backlinks, render.backlinks)
 
 
 async def get_graph(
-    ctx: Ctx, slug: Centre = None, depth: Depth = 1
+    ctx: Ctx, slug: Centre = None, depth: Depth = 1, offset: Offset = 0
 ) -> Annotated[CallToolResult, GraphResult]:
     """The link graph. With a slug: the pages within `depth` links of it (either
-    direction) and the links between them. Without: the vault's shape - counts, orphan
-    pages (no links in or out), unreferenced pages (nothing links to them), the most
-    linked pages and unresolved link targets."""
-    graph = await _call(ctx, lambda v: engine.get_graph(v, slug, depth))
+    direction, nearest first) and the links between them. Without: the vault's shape -
+    counts, orphan pages (no links in or out), unreferenced pages (nothing links to
+    them), the most linked pages and unresolved link targets. Counts are of everything;
+    page on with offset=next_offset (the pages, or the shape's four lists together)."""
+    limit = PAGE_ROWS if slug and slug.strip() else None
+    graph = await _call(ctx, lambda v: engine.get_graph(v, slug, depth, offset, limit))
     return _result(ctx, graph, render.graph)
 
 

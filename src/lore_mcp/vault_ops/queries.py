@@ -33,7 +33,8 @@ from lore_mcp.vault_ops.open import reading
 from lore_mcp.vault_ops.pages import read_text
 
 MAX_MENTION_PAGES = 200
-SHAPE_LIST_LIMIT = 50
+MAX_CLOSE_NAMES = 100  # close spellings search_titles lists when nothing else matches
+SHAPE_ROWS = 25  # rows of each of the vault shape's lists, unless asked for more
 
 
 def list_pages(
@@ -116,14 +117,15 @@ def search(vault: AppState, query: str, limit: int = 10) -> SearchResults:
         return SearchResults(query=query, hits=hits[:limit])
 
 
-def search_titles(vault: AppState, query: str, limit: int = 20) -> TitleMatches:
-    """Pages by title or slug: exact, then prefix, then substring, then close spellings."""
+def search_titles(vault: AppState, query: str, limit: int = 20, offset: int = 0) -> TitleMatches:
+    """Pages by title or slug: exact, then prefix, then substring, then (when nothing
+    else matches) close spellings; `limit` of them from `offset`, and how many in all."""
     _check_query(query)
     with reading(vault):
         text = query.strip().lower()
         wanted = "/".join(p for p in (slugify(x) for x in text.replace("\\", "/").split("/")) if p)
         if not wanted:
-            return TitleMatches(query=query, matches=[])
+            return TitleMatches(query=query, matches=[], offset=offset)
         table = vault.index.pages
         keys = list(dict.fromkeys((wanted, text)))  # the slug form and the title form
         kinds: dict[str, str] = {}
@@ -132,17 +134,21 @@ def search_titles(vault: AppState, query: str, limit: int = 20) -> TitleMatches:
             ("prefix", table.named_starting),
             ("substring", table.named_containing),
         ):
-            found = {slug for key in keys for slug in lookup(key, limit)}
+            found = {slug for key in keys for slug in lookup(key, len(vault.graph))}
             for slug in sorted(found - set(kinds)):
                 kinds[slug] = kind
-            if len(kinds) >= limit:
-                break
         if not kinds:
             kinds = dict.fromkeys(
-                names.suggest(vault, Key(wanted, False), limit, substrings=False), "fuzzy"
+                names.suggest(vault, Key(wanted, False), MAX_CLOSE_NAMES, substrings=False),
+                "fuzzy",
             )
+        start, end, next_offset = _window(len(kinds), offset, limit)
         return TitleMatches(
-            query=query, matches=[_title_match(vault, s, k) for s, k in list(kinds.items())[:limit]]
+            query=query,
+            matches=[_title_match(vault, s, k) for s, k in list(kinds.items())[start:end]],
+            total=len(kinds),
+            offset=offset,
+            next_offset=next_offset,
         )
 
 
@@ -152,27 +158,55 @@ def _title_match(vault: AppState, slug: str, kind: str) -> TitleMatch:
     return TitleMatch(slug=slug, title=node.title, is_placeholder=node.is_placeholder, match=kind)  # type: ignore[arg-type]
 
 
-def get_backlinks(vault: AppState, name: str, include_unlinked: bool = False) -> Backlinks:
+def get_backlinks(
+    vault: AppState,
+    name: str,
+    include_unlinked: bool = False,
+    offset: int = 0,
+    limit: int | None = None,
+) -> Backlinks:
     """Lines in other pages that link here (one row per line, with how many links to
-    the page it holds); optionally lines that mention the title without linking."""
+    the page it holds); optionally lines that mention the title without linking. The
+    rows are one list, the links then the mentions, of which `limit` rows from `offset`
+    are shown (all with None); the counts are of the whole list."""
     with reading(vault):
         slug, _ = names.for_reading(vault, name)
         title = vault.graph.title(slug)
-        linked = [
-            Backlink(
-                slug=source,
-                title=vault.graph.title(source),
-                line=line,
-                text=first.context,
-                links=1 + len(rest),
-            )
+        lines = [
+            (source, line, first.context, 1 + len(rest))
             for (source, line), (first, *rest) in groupby(
                 vault.index.links.to_page(slug), key=lambda k: (k.source, k.line)
             )
         ]
         names_of = [title, *vault.index.pages.aliases_of([slug])[slug]]
         unlinked = _mentions(vault, slug, names_of) if include_unlinked else None
-        return Backlinks(slug=slug, title=title, linked=linked, unlinked=unlinked)
+        start, end, next_offset = _window(len(lines) + len(unlinked or []), offset, limit)
+        linked = [
+            Backlink(slug=s, title=vault.graph.title(s), line=n, text=t, links=k)
+            for s, n, t, k in lines[start:end]
+        ]
+        return Backlinks(
+            slug=slug,
+            title=title,
+            linked=linked,
+            unlinked=None
+            if unlinked is None
+            else unlinked[max(0, start - len(lines)) : max(0, end - len(lines))],
+            offset=offset,
+            next_offset=next_offset,
+            total=len(lines),
+            linking_pages=len({source for source, *_ in lines}),
+            links=sum(count for *_, count in lines),
+            unlinked_total=None if unlinked is None else len(unlinked),
+        )
+
+
+def _window(count: int, offset: int, limit: int | None) -> tuple[int, int, int | None]:
+    """The rows a page of a list of `count` rows shows, from `offset`, at most `limit`
+    of them (all with None): start, end, and the offset of the next page (None at the end)."""
+    start = min(offset, count)
+    end = count if limit is None else min(count, start + limit)
+    return start, end, end if end < count else None
 
 
 def _mentions(vault: AppState, slug: str, names_of: list[str]) -> list[Backlink]:
@@ -196,17 +230,27 @@ def _mentions(vault: AppState, slug: str, names_of: list[str]) -> list[Backlink]
     return found
 
 
-def get_graph(vault: AppState, name: str | None = None, depth: int = 1) -> GraphResult:
-    """A page's neighbourhood to `depth` (1-3), or without a name, the vault's shape."""
+def get_graph(
+    vault: AppState,
+    name: str | None = None,
+    depth: int = 1,
+    offset: int = 0,
+    limit: int | None = None,
+) -> GraphResult:
+    """A page's neighbourhood to `depth` (1-3), or without a name, the vault's shape:
+    `limit` rows from `offset` of the neighbourhood's nodes (all of them with None), or
+    of each of the shape's lists (`SHAPE_ROWS` with None)."""
     if not 1 <= depth <= 3:
         raise InvalidArgumentError("depth must be 1, 2 or 3.")
     with reading(vault):
         if name is None or not name.strip():
-            return GraphResult(shape=_shape(vault))
+            return _shape(vault, offset, SHAPE_ROWS if limit is None else limit)
         slug, _ = names.for_reading(vault, name)
         seen, edges = vault.graph.neighbourhood(slug, depth)
+        order = sorted(seen.items(), key=lambda kv: (kv[1], kv[0]))
+        start, end, next_offset = _window(len(order), offset, limit)
         nodes = []
-        for node_slug, hops in sorted(seen.items(), key=lambda kv: (kv[1], kv[0])):
+        for node_slug, hops in order[start:end]:
             node = vault.graph.node(node_slug)
             nodes.append(
                 GraphNode(
@@ -216,32 +260,47 @@ def get_graph(vault: AppState, name: str | None = None, depth: int = 1) -> Graph
                     depth=hops,
                 )
             )
+        place = {node_slug: i for i, (node_slug, _) in enumerate(order)}
         return GraphResult(
             neighbourhood=Neighbourhood(
                 center=slug,
                 depth=depth,
                 nodes=nodes,
-                edges=[GraphEdge(source=a, target=b) for a, b in edges],
-            )
+                edges=[  # each link once: with the page of nodes that holds its later end
+                    GraphEdge(source=a, target=b)
+                    for a, b in edges
+                    if start <= max(place[a], place[b]) < end
+                ],
+                node_count=len(order),
+                edge_count=len(edges),
+            ),
+            offset=offset,
+            next_offset=next_offset,
         )
 
 
-def _shape(vault: AppState) -> VaultShape:
+def _shape(vault: AppState, offset: int, limit: int) -> GraphResult:
     graph = vault.graph
-    orphans = graph.orphans()
-    unreferenced = graph.unreferenced()
+    orphans, unreferenced = graph.orphans(), graph.unreferenced()
+    most_linked = graph.most_linked(len(graph), placeholders=False)
+    unresolved = graph.most_linked(len(graph), placeholders=True)
+    longest = max(len(orphans), len(unreferenced), len(most_linked), len(unresolved))
+    start, end, next_offset = _window(longest, offset, limit)
 
     def counted(pairs: list[tuple[str, int]]) -> list[LinkedCount]:
-        return [LinkedCount(slug=s, title=graph.title(s), count=n) for s, n in pairs]
+        return [LinkedCount(slug=s, title=graph.title(s), count=n) for s, n in pairs[start:end]]
 
-    return VaultShape(
+    shape = VaultShape(
         pages=len(vault.pages),
         placeholders=len(vault.placeholders),
         links=graph.edge_count(),
-        orphans=orphans[:SHAPE_LIST_LIMIT],
+        orphans=orphans[start:end],
         orphan_count=len(orphans),
-        unreferenced=unreferenced[:SHAPE_LIST_LIMIT],
+        unreferenced=unreferenced[start:end],
         unreferenced_count=len(unreferenced),
-        most_linked=counted(graph.most_linked(10, placeholders=False)),
-        unresolved=counted(graph.most_linked(SHAPE_LIST_LIMIT, placeholders=True)),
+        most_linked=counted(most_linked),
+        most_linked_count=len(most_linked),
+        unresolved=counted(unresolved),
+        unresolved_count=len(unresolved),
     )
+    return GraphResult(shape=shape, offset=offset, next_offset=next_offset)
