@@ -27,9 +27,9 @@ class Paged(Budgeted):
     """A result that shows one page of a longer list: call again with `next_offset` as
     `offset` for the next rows. Counts are of the whole list, not of the rows shown."""
 
-    offset: int = Field(default=0, description="Rows of the list skipped before these")
+    offset: int = Field(default=0, description="Rows skipped")
     next_offset: int | None = Field(
-        default=None, description="Pass as offset for the next rows; null when none are left"
+        default=None, description="The offset of the next rows; null: none left"
     )
 
 
@@ -90,8 +90,7 @@ class PageView(Budgeted):
     )
     links: list[OutgoingLink] = Field(description="Links in this page, in order")
     link_count: int | None = Field(
-        default=None,
-        description="How many links the lines shown hold in all (links may list fewer, to fit)",
+        default=None, description="Links on the lines shown, in all (links may list fewer)"
     )
     alternatives: list[str] = Field(
         default_factory=list,
@@ -176,18 +175,14 @@ class RenameResult(Budgeted):
     slug: str
     title: str
     path: str
-    rewritten: list[str] = Field(
-        description="The first slugs (by slug) of the pages whose links were rewritten; "
-        "get_backlinks of the new slug lists every page that links to it now"
-    )
-    pages_rewritten: int = Field(default=0, description="How many pages were rewritten in all")
+    rewritten: list[str] = Field(description="The first pages whose links were rewritten")
+    pages_rewritten: int = Field(default=0, description="Pages rewritten, in all")
     links_rewritten: int
     retargeted: list[RetargetedLink] = Field(
         default_factory=list,
-        description="The first links that now lead to the renamed page though they were "
-        "not rewritten",
+        description="The first links that now lead here without being rewritten",
     )
-    retargeted_count: int = Field(default=0, description="How many such links in all")
+    retargeted_count: int = Field(default=0, description="Such links, in all")
 
 
 class PageVersion(BaseModel):
@@ -269,7 +264,7 @@ class TitleMatches(Paged):
 
     query: str
     matches: list[TitleMatch]
-    total: int = Field(default=0, description="How many pages match in all")
+    total: int = Field(default=0, description="Matches, in all")
 
 
 class Backlink(BaseModel):
@@ -285,8 +280,7 @@ class Backlink(BaseModel):
 
 
 class Backlinks(Paged):
-    """Who links to a page, and (optionally) who mentions it without linking. The rows
-    are one list, paged by offset: the linking lines, then the mentions."""
+    """Who links to a page, then (optionally) who mentions it without linking."""
 
     slug: str
     title: str
@@ -294,13 +288,11 @@ class Backlinks(Paged):
     unlinked: list[Backlink] | None = Field(
         default=None, description="Plain-text mentions; only when include_unlinked was set"
     )
-    total: int = Field(default=0, description="Lines that link here, in all")
-    linking_pages: int = Field(default=0, description="Distinct pages that link here")
-    links: int = Field(default=0, description="Links to the page, in all")
+    total: int = Field(default=0, description="Linking lines, in all")
+    linking_pages: int = Field(default=0, description="Linking pages, in all")
+    links: int = Field(default=0, description="Links here, in all")
     unlinked_total: int | None = Field(
-        default=None,
-        description="Lines that mention it without linking, in all (in the first 200 "
-        "pages that hold its name)",
+        default=None, description="Mentioning lines, in all (of 200 pages holding the name)"
     )
 
 
@@ -317,16 +309,14 @@ class GraphEdge(BaseModel):
 
 
 class Neighbourhood(BaseModel):
-    """The pages within `depth` links of a page, in either direction: nodes sorted by
-    hops then slug, paged by offset; with each page of nodes, the links among all the
-    nodes so far that reach one of them (so every link is shown once)."""
+    """The pages within `depth` links of a page, in either direction, nearest first."""
 
     center: str
     depth: int
     nodes: list[GraphNode]
     edges: list[GraphEdge]
-    node_count: int = Field(default=0, description="Pages in the neighbourhood, in all")
-    edge_count: int = Field(default=0, description="Links among them, in all")
+    node_count: int = Field(default=0, description="Pages, in all")
+    edge_count: int = Field(default=0, description="Links, in all")
 
 
 class LinkedCount(BaseModel):
@@ -341,22 +331,21 @@ class VaultShape(BaseModel):
     pages: int
     placeholders: int
     links: int = Field(description="Distinct page-to-page edges")
-    orphans: list[str] = Field(description="Pages with no links in or out, by slug")
+    orphans: list[str] = Field(description="Pages with no links in or out")
     orphan_count: int
     unreferenced: list[str] = Field(
         default_factory=list,
-        description="Pages no other page links to, whatever they link to, by slug",
+        description="Pages no other page links to, whatever they link to",
     )
     unreferenced_count: int = 0
-    most_linked: list[LinkedCount] = Field(description="Pages by how many pages link there")
-    most_linked_count: int = Field(default=0, description="Pages that other pages link to")
+    most_linked: list[LinkedCount] = Field(description="Pages, by how many pages link there")
+    most_linked_count: int = Field(default=0, description="Pages linked to, in all")
     unresolved: list[LinkedCount] = Field(description="Placeholders, by how many pages link there")
-    unresolved_count: int = Field(default=0, description="Placeholders that pages link to")
+    unresolved_count: int = Field(default=0, description="Placeholders linked to, in all")
 
 
 class GraphResult(Paged):
-    """Either a neighbourhood (when a slug was given) or the vault's shape. offset pages
-    the neighbourhood's nodes, or the shape's four lists together (the same rows of each)."""
+    """Either a neighbourhood (when a slug was given) or the vault's shape."""
 
     neighbourhood: Neighbourhood | None = None
     shape: VaultShape | None = None

@@ -117,9 +117,7 @@ Centre = Annotated[
     Field(max_length=MAX_NAME_CHARS, description="Centre page; leave out for the vault's shape"),
 ]
 Depth = Annotated[int, Field(ge=1, le=3, description="How many links from the centre (1-3)")]
-Offset = Annotated[
-    int, Field(ge=0, description="Skip this many rows: 0, or the next_offset a result gave")
-]
+Offset = Annotated[int, Field(ge=0, description="Rows to skip: 0, or a result's next_offset")]
 LineOffset = Annotated[
     int,
     Field(
@@ -269,9 +267,8 @@ async def rename_page(
 ) -> Annotated[CallToolResult, RenameResult]:
     """Rename or move a page and rewrite every [[link]] that pointed at it, in every
     page (aliases, headings and embeds are kept). Nothing is lost. The name must match
-    one page only, and the new name must be free. The result counts the pages and links
-    rewritten and names the first pages; get_backlinks of the new name lists every page
-    that links to it."""
+    one page only, and the new name must be free. The result counts what it rewrote and
+    names the first pages; get_backlinks of the new name lists all that link to it."""
     door = _door(ctx)
     renamed = await _call(
         ctx,
@@ -296,7 +293,7 @@ async def list_pages(
 ) -> Annotated[CallToolResult, PageList]:
     """List pages with how many links go out and come in and when each file was last
     modified: by slug, or with sort="modified" the latest first (what changed lately).
-    total counts them all; page on with offset=next_offset (null: no more)."""
+    Page on with offset=next_offset."""
     listing = await _call(
         ctx, lambda v: engine.list_pages(v, folder, include_placeholders, offset, limit, sort=sort)
     )
@@ -327,7 +324,7 @@ async def search_titles(
 ) -> Annotated[CallToolResult, TitleMatches]:
     """Find pages by title or slug: exact matches first, then prefixes, substrings and
     close spellings. Use it to learn what a page is called; placeholders are flagged.
-    total counts every match; page on with offset=next_offset."""
+    Page on with offset=next_offset."""
     matches = await _call(ctx, lambda v: engine.search_titles(v, query, limit, offset))
     return _result(ctx, matches, render.title_matches)
 
@@ -341,9 +338,8 @@ async def get_backlinks(
     offset: Offset = 0,
 ) -> Annotated[CallToolResult, Backlinks]:
     """The lines in other pages that link to this page, with line numbers; optionally
-    also plain-text mentions of its title that are not links yet. The counts are of
-    all of them; the rows (the links, then the mentions) come a page at a time: page on
-    with offset=next_offset (null: no more)."""
+    also plain-text mentions of its title that are not links yet (after the links).
+    Counts cover all rows; page on with offset=next_offset."""
     backlinks = await _call(
         ctx, lambda v: engine.get_backlinks(v, slug, include_unlinked, offset, PAGE_ROWS)
     )
@@ -356,8 +352,8 @@ async def get_graph(
     """The link graph. With a slug: the pages within `depth` links of it (either
     direction, nearest first) and the links between them. Without: the vault's shape -
     counts, orphan pages (no links in or out), unreferenced pages (nothing links to
-    them), the most linked pages and unresolved link targets. Counts are of everything;
-    page on with offset=next_offset (the pages, or the shape's four lists together)."""
+    them), the most linked pages and unresolved link targets. Counts cover all rows; page
+    on with offset=next_offset (the pages, or the shape's four lists together)."""
     limit = PAGE_ROWS if slug and slug.strip() else None
     graph = await _call(ctx, lambda v: engine.get_graph(v, slug, depth, offset, limit))
     return _result(ctx, graph, render.graph)
