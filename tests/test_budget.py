@@ -275,7 +275,8 @@ async def test_search_then_drops_hits(small: Client) -> None:
     assert_within(result, 6000)
     hits = data(result)["hits"]
     assert 0 < len(hits) < 100 and not any(hit["snippet"] for hit in hits)
-    assert f"only the best {len(hits)} of 100 hits" in shrunk(result)
+    assert f"only {len(hits)} of these 100 hits" in shrunk(result)
+    assert data(result)["next_offset"] == len(hits) and data(result)["total"] == 100
 
 
 async def test_list_pages_pages_on_from_where_it_was_cut(small: Client) -> None:

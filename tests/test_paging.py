@@ -152,6 +152,25 @@ async def test_paging_title_matches_reaches_every_match_once(
     assert seen == [person(i) for i in range(LINKING)]
 
 
+async def test_paging_search_reaches_each_of_the_best_hits_once(
+    busy_dir: Path, schemas: dict[str, dict[str, Any]]
+) -> None:
+    state = engine.open_vault(busy_dir)
+    try:
+        best = [hit.slug for hit in engine.search(state, "met hub", 100).hits]
+    finally:
+        state.close()
+    assert len(best) == 100
+    seen: list[str] = []
+    async with connect(busy_dir, 2000) as client:
+        async for found, drawn in pages(
+            client, schemas, 2000, "search", query="met hub", limit=100
+        ):
+            assert found["total"] == 100 and drawn.startswith("The best 100 pages for 'met hub'")
+            seen += [hit["slug"] for hit in found["hits"]]
+    assert seen == best
+
+
 async def test_paging_a_neighbourhood_shows_every_page_and_link_once(
     busy_dir: Path, schemas: dict[str, dict[str, Any]]
 ) -> None:

@@ -197,13 +197,18 @@ def _search(results: SearchResults, ok: Fits) -> SearchResults:
     kept = largest(len(hits), lambda k: ok(with_snippets(k)))
     shrunk = with_snippets(kept)
     cut = f"the snippets of the last {len(hits) - kept} hits were left out"
+    more = ""
     if not ok(shrunk):
-        shrunk, shown = _keep(shrunk, "hits", ok)
-        cut = f"only the best {shown} of {len(hits)} hits are shown, without snippets"
+        bare = shrunk.hits
+        shrunk, shown = _paged(
+            shrunk, len(bare), lambda k: shrunk.model_copy(update={"hits": bare[:k]}), ok
+        )
+        cut = f"only {shown} of these {len(hits)} hits are shown, without snippets"
+        more = f" Call again with offset={shrunk.next_offset} (and the same limit) for the rest."
     return _noted(
         shrunk,
-        f"To fit the size limit, {cut}. read_page shows a hit in full; a narrower query "
-        "or a smaller limit returns fewer hits.",
+        f"To fit the size limit, {cut}.{more} read_page shows a hit in full; a narrower "
+        "query or a smaller limit returns fewer hits.",
     )
 
 

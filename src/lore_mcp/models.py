@@ -243,11 +243,12 @@ class SearchHit(BaseModel):
     )
 
 
-class SearchResults(Budgeted):
+class SearchResults(Paged):
     """Full-text search results, best first."""
 
     query: str
     hits: list[SearchHit]
+    total: int = Field(default=0, description="Hits found (at most limit)")
 
 
 class TitleMatch(BaseModel):

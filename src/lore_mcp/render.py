@@ -192,14 +192,20 @@ def listing(result: PageList) -> str:
 
 
 def hits(result: SearchResults) -> str:
+    best = f"The best {_plural(result.total, 'page')} for {result.query!r}"
     if not result.hits:
+        if result.total:
+            return f"{best} are all before offset {result.offset}."
         return f"No page holds any word of {result.query!r}. Try other words, or search_titles."
-    lines = [f"The best {_plural(len(result.hits), 'page')} for {result.query!r}, best first:"]
+    shown = ""
+    if result.offset or len(result.hits) < result.total:
+        shown = f" (hits {result.offset + 1}-{result.offset + len(result.hits)} of them)"
+    lines = [f"{best}{shown}, best first:"]
     lines += [
         f"- {hit.slug} ({hit.title})" + (f": {hit.snippet}" if hit.snippet else "")
         for hit in result.hits
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + _more(result))
 
 
 def title_matches(result: TitleMatches) -> str:

@@ -304,6 +304,9 @@ async def search(
     query: Annotated[Query, Field(description="Words to find; any text is safe to send")],
     ctx: Ctx,
     limit: Annotated[int, _limit("hits")] = 10,
+    offset: Annotated[
+        int, Field(ge=0, description="Skip this many of the best limit: a result's next_offset")
+    ] = 0,
 ) -> Annotated[CallToolResult, SearchResults]:
     """Full-text search over every page, best match first. A page matches when it holds
     any word of the query (question words, articles and the like aside); pages holding
@@ -311,8 +314,9 @@ async def search(
     English words find their other forms (embedding: embed), case and accents never
     matter, "quoted phrases" match exactly, C++, .NET, node.js, v1.10 match as written,
     #tag words keep to pages with that tag, and the last word also matches longer words
-    it starts. Each hit has its best passage, matches marked. Any script, CJK included."""
-    results = await _call(ctx, lambda v: engine.search(v, query, limit))
+    it starts. Each hit has its best passage, matches marked. Any script, CJK included.
+    A result cut to fit pages on with the same limit and offset=next_offset."""
+    results = await _call(ctx, lambda v: engine.search(v, query, limit, offset))
     return _result(ctx, results, render.hits)
 
 

@@ -89,10 +89,23 @@ def _check_query(query: str) -> None:
         raise InvalidArgumentError(f"Queries are limited to {MAX_QUERY_CHARS} characters.")
 
 
-def search(vault: AppState, query: str, limit: int = 10) -> SearchResults:
-    """Full-text search, best first (see `lore_mcp.index.finder`). `#tag` words find
-    the pages with that tag: alone they list them, beside other words they filter."""
+def search(vault: AppState, query: str, limit: int = 10, offset: int = 0) -> SearchResults:
+    """Full-text search (see `lore_mcp.index.finder`): the best `limit` pages for a
+    query, best first, less the first `offset` of them. `#tag` words find the pages
+    with that tag: alone they list them, beside other words they filter.
+
+    The ranking depends on how many hits are asked for, so `offset` skips into the best
+    `limit` rather than going past them: paging on with the same `limit` reaches each of
+    them once."""
     _check_query(query)
+    found = _best(vault, query, limit)
+    start = min(offset, len(found.hits))
+    return found.model_copy(
+        update={"hits": found.hits[start:], "total": len(found.hits), "offset": offset}
+    )
+
+
+def _best(vault: AppState, query: str, limit: int) -> SearchResults:
     with reading(vault):
         tags = [word for word in query.split() if word.startswith("#") and len(word) > 1]
         words = " ".join(word for word in query.split() if word not in tags)
