@@ -204,6 +204,8 @@ def _graph(result: GraphResult, console: Console) -> None:
         _neighbourhood(result.neighbourhood, console)
     if result.shape is not None:
         _shape(result.shape, console)
+    if result.next_offset is not None:
+        console.print(Text(f"more: --offset {result.next_offset}", style=MUTED))
 
 
 def _neighbourhood(hood: Neighbourhood, console: Console) -> None:
