@@ -228,18 +228,16 @@ def _line_refs(rows: list[Backlink]) -> list[str]:
 
 def backlinks(result: Backlinks) -> str:
     links, pages = _plural(result.links, "link"), _plural(result.linking_pages, "page")
-    lines = [f"{links} to {result.slug} ({result.title}) from {pages}, on "]
-    lines[0] += _plural(result.total, "line") + _rows(result, len(result.linked), result.total)
-    lines[0] += ":"
+    where = _plural(result.total, "line") + _rows(result, len(result.linked), result.total)
+    lines = [f"{links} to {result.slug} ({result.title}) from {pages}, on {where}:"]
     lines += _line_refs(result.linked)
-    if result.unlinked is not None:
-        total = result.unlinked_total or 0
-        mentions = _plural(total, "unlinked mention")
+    if result.unlinked is not None:  # rows of the same list, after the links
+        total, shown = result.unlinked_total or 0, len(result.unlinked)
         start = max(result.offset, result.total)
-        shown = len(result.unlinked)
         rows = ""
         if shown < total:
             rows = f" (rows {start + 1}-{start + shown})" if shown else " (none in these rows)"
+        mentions = _plural(total, "unlinked mention")
         lines += [f"{mentions} of {result.title!r}{rows}:", *_line_refs(result.unlinked)]
     return "\n".join(lines + _more(result))
 
