@@ -305,7 +305,7 @@ async def search(
     ctx: Ctx,
     limit: Annotated[int, _limit("hits")] = 10,
     offset: Annotated[
-        int, Field(ge=0, description="Skip this many of the best limit: a result's next_offset")
+        int, Field(ge=0, description="Skip this many of the best limit hits: 0, or next_offset")
     ] = 0,
 ) -> Annotated[CallToolResult, SearchResults]:
     """Full-text search over every page, best match first. A page matches when it holds
