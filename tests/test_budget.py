@@ -275,7 +275,8 @@ async def test_search_then_drops_hits(small: Client) -> None:
     assert_within(result, 6000)
     hits = data(result)["hits"]
     assert 0 < len(hits) < 100 and not any(hit["snippet"] for hit in hits)
-    assert f"only the best {len(hits)} of 100 hits" in shrunk(result)
+    assert f"only {len(hits)} of these 100 hits" in shrunk(result)
+    assert data(result)["next_offset"] == len(hits) and data(result)["total"] == 100
 
 
 async def test_list_pages_pages_on_from_where_it_was_cut(small: Client) -> None:
@@ -305,7 +306,9 @@ async def test_a_neighbourhood_keeps_the_nearest_pages(small: Client) -> None:
     kept = {node["slug"] for node in hood["nodes"]}
     assert all(e["source"] in kept and e["target"] in kept for e in hood["edges"])
     note = shrunk(result)
-    assert f"has {PEOPLE + MISSING + 1} pages" in note and f"nearest {len(kept)} pages" in note
+    assert hood["node_count"] == PEOPLE + MISSING + 1
+    assert f"only {len(kept)} of the {PEOPLE + MISSING + 1} pages" in note
+    assert f"offset={len(kept)}" in note and data(result)["next_offset"] == len(kept)
 
 
 async def test_the_vault_shape_shortens_its_lists(big_dir: Path, mode: str) -> None:
@@ -315,7 +318,7 @@ async def test_the_vault_shape_shortens_its_lists(big_dir: Path, mode: str) -> N
     shape = data(result)["shape"]
     assert shape["orphan_count"] >= ORPHANS and len(shape["orphans"]) < shape["orphan_count"]
     assert shape["placeholders"] >= MISSING
-    assert "orphans" in shrunk(result)
+    assert f"offset={len(shape['orphans'])}" in shrunk(result)
 
 
 async def test_backlinks_shorten_lines_and_drop_rows(small: Client) -> None:
@@ -325,14 +328,15 @@ async def test_backlinks_shorten_lines_and_drop_rows(small: Client) -> None:
     assert 0 < len(found["linked"]) < PEOPLE
     assert all(len(row["text"]) <= budget.CLIPPED_LINE_CHARS + 2 for row in found["linked"])
     assert found["linked"][0]["text"].endswith(" …")
-    assert f"of {PEOPLE} links" in shrunk(result)
+    assert found["total"] == found["linking_pages"] == PEOPLE
+    assert f"of the {PEOPLE} rows" in shrunk(result)
 
 
 async def test_title_matches_drop_from_the_tail(big_dir: Path, mode: str) -> None:
     async with connect(big_dir, mode, 2000) as client:
         result = await call(client, "search_titles", query="person number", limit=100)
     assert_within(result, 2000)
-    assert "of 100 matches" in shrunk(result)
+    assert "of the 100 matches asked for" in shrunk(result)
 
 
 async def test_write_results_fit_and_the_write_is_whole(tmp_path: Path, mode: str) -> None:

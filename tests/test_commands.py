@@ -203,6 +203,14 @@ def test_list_pages_and_paging(capsys: pytest.CaptureFixture[str], brain_dir: Pa
     assert code == 0 and "modified (UTC)" in out.splitlines()[0]
 
 
+def test_graph_pages_the_shape(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
+    first = run_json(capsys, brain_dir, "graph")
+    rest = run_json(capsys, brain_dir, "graph", "--offset", "10")
+    assert first["next_offset"] is None and rest["offset"] == 10
+    assert rest["shape"]["most_linked"] == first["shape"]["most_linked"][10:]
+    assert rest["shape"]["most_linked_count"] == len(first["shape"]["most_linked"]) > 10
+
+
 def test_graph(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:
     shape = run_json(capsys, brain_dir, "graph")["shape"]
     assert (shape["pages"], shape["placeholders"]) == (18, 1)

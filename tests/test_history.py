@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]  # no stubs; the SDK depends on it
+import jsonschema  # no stubs (see pyproject.toml); the SDK depends on it
 import pytest
 from mcp import Client
 

@@ -94,7 +94,7 @@ def test_backlinks_are_one_row_per_line(small: AppState) -> None:
             ("notes/starter", 1, 2),
         ]
         drawn = render.backlinks(found)
-        assert drawn.startswith("3 links to hub (Hub) on 2 lines:")
+        assert drawn.startswith("3 links to hub (Hub) from 2 pages, on 2 lines:")
         assert "- notes/starter:1: links [[Hub]] twice: [[Hub|the hub]] (2 links)" in drawn
     finally:
         small.close()

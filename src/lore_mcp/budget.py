@@ -2,15 +2,17 @@
 
 Whatever a tool returns ends up in the agent's context, so a result over the limit is
 shrunk by its tool's policy (never cut blindly), marked `truncated`, and its `note` says
-what was left out and how to get the rest:
+what was left out and how to get the rest. A paged list (`models.Paged`) loses rows from
+its tail and its `next_offset` points at the first row left out, so paging on reaches
+every row once; its counts stay those of the whole list.
 
 - read_page: the page in exact parts, its text first (see `parts`).
 - search: the snippets of the last hits go first, then hits from the tail.
-- list_pages: fewer rows, and `next_offset` pages on.
+- list_pages, search_titles: fewer rows.
+- get_backlinks: long lines are shortened, then rows go (the mentions, then the links).
 - get_graph: a neighbourhood keeps its nearest pages and the links among them; the
-  vault's shape shortens its lists.
-- get_backlinks, search_titles and the write results: long lines are shortened, then
-  rows dropped from the tail.
+  vault's shape keeps fewer rows of each of its lists.
+- the write results: their lists are shortened from the tail.
 
 Pure functions of the result models. The caller passes the function that renders a
 model's text; both that text and the model's JSON must fit.
@@ -32,6 +34,7 @@ from lore_mcp.models import (
     DeleteResult,
     GraphResult,
     Neighbourhood,
+    Paged,
     PageList,
     PageView,
     RenameResult,
@@ -48,6 +51,7 @@ NOTE_ROOM = 400  # kept free for the note while a policy shrinks a result
 CLIPPED_LINE_CHARS = 200
 
 M = TypeVar("M", bound=BaseModel)
+P = TypeVar("P", bound=Paged)
 Fits = Callable[[Any], bool]
 
 
@@ -111,15 +115,16 @@ def _shrink(result: Budgeted, text: Callable[[Any], str], limit: int) -> Budgete
         case Backlinks():
             return _backlinks(result, ok)
         case TitleMatches():
-            return _trimmed(result, ok, [("matches", "matches")], "A longer query narrows them.")
+            return _titles(result, ok)
         case SaveResult():
             fields = [("links", "links"), *_PLACEHOLDER_FIELDS]
             return _trimmed(result, ok, fields, "read_page lists the page's links.")
         case DeleteResult():
             return _trimmed(result, ok, _PLACEHOLDER_FIELDS, "get_graph lists placeholders.")
         case RenameResult():
-            hint = "links_rewritten counts every link; get_backlinks shows where they are."
-            return _trimmed(result, ok, [("rewritten", "rewritten pages")], hint)
+            hint = f"get_backlinks of {result.slug} lists every page that links to it now."
+            fields = [("retargeted", "retargeted links"), ("rewritten", "rewritten pages")]
+            return _trimmed(result, ok, fields, hint)
     return result
 
 
@@ -192,93 +197,110 @@ def _search(results: SearchResults, ok: Fits) -> SearchResults:
     kept = largest(len(hits), lambda k: ok(with_snippets(k)))
     shrunk = with_snippets(kept)
     cut = f"the snippets of the last {len(hits) - kept} hits were left out"
+    more = ""
     if not ok(shrunk):
-        shrunk, shown = _keep(shrunk, "hits", ok)
-        cut = f"only the best {shown} of {len(hits)} hits are shown, without snippets"
+        bare = shrunk.hits
+        shrunk, shown = _paged(
+            shrunk, len(bare), lambda k: shrunk.model_copy(update={"hits": bare[:k]}), ok
+        )
+        cut = f"only {shown} of these {len(hits)} hits are shown, without snippets"
+        more = f" Call again with offset={shrunk.next_offset} (and the same limit) for the rest."
     return _noted(
         shrunk,
-        f"To fit the size limit, {cut}. read_page shows a hit in full; a narrower query "
-        "or a smaller limit returns fewer hits.",
+        f"To fit the size limit, {cut}.{more} read_page shows a hit in full; a narrower "
+        "query or a smaller limit returns fewer hits.",
+    )
+
+
+def _paged(model: P, rows: int, build: Callable[[int], P], ok: Fits) -> tuple[P, int]:
+    """`model` as `build` makes it with the first k of its `rows` rows, for the largest
+    k that fits (at least one, so paging always moves on); its `next_offset` then points
+    at the first row left out. The result and k."""
+
+    def page(k: int) -> P:
+        shown = build(k)
+        if k < rows:
+            return shown.model_copy(update={"next_offset": model.offset + k})
+        return shown
+
+    kept = max(1, largest(rows, lambda k: ok(page(k)))) if rows else 0
+    return page(kept), kept
+
+
+def _more(shown: int, rows: int, what: str, paged: Paged) -> str:
+    return (
+        f"To fit the size limit, only {shown} of the {rows} {what} from offset "
+        f"{paged.offset} are shown. Call again with offset={paged.next_offset} for the rest."
     )
 
 
 def _listing(listing: PageList, ok: Fits) -> PageList:
-    """Fewer rows (at least one), and the offset that pages on."""
+    """Fewer rows, and the offset that pages on."""
     rows = listing.pages
-
-    def build(k: int) -> PageList:
-        next_offset = listing.offset + k if k < len(rows) else listing.next_offset
-        return listing.model_copy(update={"pages": rows[:k], "next_offset": next_offset})
-
-    kept = max(1, largest(len(rows), lambda k: ok(build(k))))
-    shrunk = build(kept)
-    return _noted(
-        shrunk,
-        f"Only {kept} of the {len(rows)} rows asked for fit the size limit. Call "
-        f"list_pages again with offset={shrunk.next_offset} for the rest.",
+    shrunk, kept = _paged(
+        listing, len(rows), lambda k: listing.model_copy(update={"pages": rows[:k]}), ok
     )
+    return _noted(shrunk, _more(kept, len(rows), "rows asked for", shrunk))
+
+
+def _titles(result: TitleMatches, ok: Fits) -> TitleMatches:
+    """Fewer matches, and the offset that pages on."""
+    rows = result.matches
+    shrunk, kept = _paged(
+        result, len(rows), lambda k: result.model_copy(update={"matches": rows[:k]}), ok
+    )
+    return _noted(shrunk, _more(kept, len(rows), "matches asked for", shrunk))
 
 
 def _backlinks(result: Backlinks, ok: Fits) -> Backlinks:
-    """Long lines shortened, then mentions and links dropped from the tail."""
+    """Long lines shortened, then rows dropped from the tail (the mentions come after
+    the links), and the offset that pages on."""
 
-    def clipped(rows: list[Backlink] | None) -> list[Backlink] | None:
-        if rows is None:
-            return None
+    def clipped(rows: list[Backlink]) -> list[Backlink]:
         return [row.model_copy(update={"text": _clip(row.text)}) for row in rows]
 
-    shrunk = result.model_copy(
-        update={"linked": clipped(result.linked), "unlinked": clipped(result.unlinked)}
-    )
-    fields = [("linked", "links")]
-    if shrunk.unlinked is not None:
-        fields.insert(0, ("unlinked", "unlinked mentions"))
-    shrunk, cut = _trim_lists(shrunk, fields, ok)
-    note = f"To fit the size limit, lines over {CLIPPED_LINE_CHARS} characters were shortened"
-    note += f" and only {', '.join(cut)} are shown." if cut else "."
-    return _noted(shrunk, note + " read_page lists every linking page by slug.")
+    linked, unlinked = clipped(result.linked), clipped(result.unlinked or [])
+    rows = linked + unlinked
+
+    def build(k: int) -> Backlinks:
+        mentions = None if result.unlinked is None else rows[len(linked) : max(k, len(linked))]
+        return result.model_copy(
+            update={"linked": rows[: min(k, len(linked))], "unlinked": mentions}
+        )
+
+    shrunk, kept = _paged(result, len(rows), build, ok)
+    note = f"To fit the size limit, lines over {CLIPPED_LINE_CHARS} characters were shortened."
+    if kept < len(rows):
+        note = f"{_more(kept, len(rows), 'rows', shrunk)} Lines over {CLIPPED_LINE_CHARS} "
+        note += "characters were shortened."
+    return _noted(shrunk, note)
 
 
 # -- get_graph --------------------------------------------------------------------------
 
 
 def _neighbourhood(result: GraphResult, hood: Neighbourhood, ok: Fits) -> GraphResult:
-    """The nearest pages (they come sorted by hops) and the links among them."""
+    """The nearest pages (they come sorted by hops) and the links that reach them from
+    pages shown so far; the offset that pages on."""
 
     def build(k: int) -> GraphResult:
-        nodes = hood.nodes[:k]
-        kept = {node.slug for node in nodes}
-        edges = [e for e in hood.edges if e.source in kept and e.target in kept]
-        return result.model_copy(
-            update={"neighbourhood": hood.model_copy(update={"nodes": nodes, "edges": edges})}
-        )
+        left_out = {node.slug for node in hood.nodes[k:]}
+        edges = [e for e in hood.edges if e.source not in left_out and e.target not in left_out]
+        inner = hood.model_copy(update={"nodes": hood.nodes[:k], "edges": edges})
+        return result.model_copy(update={"neighbourhood": inner})
 
-    shrunk = build(max(1, largest(len(hood.nodes), lambda k: ok(build(k)))))
-    assert shrunk.neighbourhood is not None
-    nodes, edges = shrunk.neighbourhood.nodes, shrunk.neighbourhood.edges
-    return _noted(
-        shrunk,
-        f"The neighbourhood has {len(hood.nodes)} pages and {len(hood.edges)} links; to fit "
-        f"the size limit only the nearest {len(nodes)} pages and the {len(edges)} links "
-        "among them are shown. Call get_graph on an outer page, or with a smaller depth.",
-    )
+    shrunk, kept = _paged(result, len(hood.nodes), build, ok)
+    return _noted(shrunk, _more(kept, len(hood.nodes), "pages", shrunk))
 
 
 def _shape(result: GraphResult, shape: VaultShape, ok: Fits) -> GraphResult:
-    """The orphans, the unreferenced pages, the unresolved targets, then the most
-    linked, cut from the tail."""
+    """Fewer rows of each list (the same number of each), and the offset that pages on."""
+    fields = ("orphans", "unreferenced", "most_linked", "unresolved")
+    rows = max(len(getattr(shape, field)) for field in fields)
 
-    def outer(inner: VaultShape) -> GraphResult:
+    def build(k: int) -> GraphResult:
+        inner = shape.model_copy(update={f: getattr(shape, f)[:k] for f in fields})
         return result.model_copy(update={"shape": inner})
 
-    fields = [
-        ("orphans", "orphans"),
-        ("unreferenced", "unreferenced pages"),
-        ("unresolved", "unresolved targets"),
-        ("most_linked", "most linked pages"),
-    ]
-    inner, cut = _trim_lists(shape, fields, lambda s: ok(outer(s)))
-    return _noted(
-        outer(inner),
-        f"{_shown(cut)} list_pages lists every page and placeholder with its links in and out.",
-    )
+    shrunk, kept = _paged(result, rows, build, ok)
+    return _noted(shrunk, _more(kept, rows, "rows of each list", shrunk))

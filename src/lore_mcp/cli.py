@@ -149,6 +149,9 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     p = command("graph", "a page's neighbourhood, or without a name the vault's shape")
     p.add_argument("name", nargs="?")
     p.add_argument("--depth", type=_number(1, 3), default=1, help="hops, 1 to 3 (default 1)")
+    p.add_argument(
+        "--offset", type=_number(0, 2**31), default=0, help="skip N rows of each list (the shape)"
+    )
     _page_writes(command)
     p = command("rename", "rename or move a page and rewrite the links to it")
     p.add_argument("name")

@@ -114,7 +114,7 @@ def _call(
                 vault, args.folder, args.placeholders, args.offset, args.limit, sort=args.sort
             )
         case "graph":
-            return engine.get_graph(vault, args.name, args.depth)
+            return engine.get_graph(vault, args.name, args.depth, args.offset)
         case "save" if args.section is not None:
             return engine.save_page(
                 vault, args.name, content or "", mode="section", heading=args.section, door=CLI_DOOR

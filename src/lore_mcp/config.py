@@ -26,6 +26,7 @@ MAX_CONTEXT_CHARS = 240  # a link's line, as backlinks show it
 
 DEFAULT_MAX_RESULT_CHARS = 40_000  # about 10 000 tokens
 MIN_RESULT_CHARS = 2_000
+PAGE_ROWS = 500  # rows of a paged list one tool result holds at most (the size limit may cut)
 
 BUSY_TIMEOUT_S = 30.0  # how long a write waits for another process's write lock
 

@@ -204,6 +204,8 @@ def _graph(result: GraphResult, console: Console) -> None:
         _neighbourhood(result.neighbourhood, console)
     if result.shape is not None:
         _shape(result.shape, console)
+    if result.next_offset is not None:
+        console.print(Text(f"more: --offset {result.next_offset}", style=MUTED))
 
 
 def _neighbourhood(hood: Neighbourhood, console: Console) -> None:
@@ -303,10 +305,12 @@ def _renamed(result: RenameResult, console: Console) -> None:
         )
     )
     pages = ", ".join(result.rewritten)
+    if result.pages_rewritten > len(result.rewritten):
+        pages += f", ... ({result.pages_rewritten - len(result.rewritten)} more)"
     console.print(
         Text(
             f"rewrote {plural(result.links_rewritten, 'link')} in "
-            f"{plural(len(result.rewritten), 'page')}" + (f": {pages}" if pages else "")
+            f"{plural(result.pages_rewritten, 'page')}" + (f": {pages}" if pages else "")
         )
     )
 

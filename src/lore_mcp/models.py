@@ -23,6 +23,16 @@ class Budgeted(BaseModel):
     )
 
 
+class Paged(Budgeted):
+    """A result that shows one page of a longer list: call again with `next_offset` as
+    `offset` for the next rows. Counts are of the whole list, not of the rows shown."""
+
+    offset: int = Field(default=0, description="Rows skipped")
+    next_offset: int | None = Field(
+        default=None, description="The offset of the next rows; null: none left"
+    )
+
+
 class PageRef(BaseModel):
     """A page or placeholder by slug (its name for tools) and title."""
 
@@ -98,6 +108,9 @@ class PageView(Budgeted):
         description="How many pages link here in all (backlinks may list fewer, to fit)",
     )
     links: list[OutgoingLink] = Field(description="Links in this page, in order")
+    link_count: int | None = Field(
+        default=None, description="Links on the lines shown, in all (links may list fewer)"
+    )
     matched_by: Literal["path", "title", "placeholder", "alias", "slug"] = Field(
         default="path",
         description="How the name found the page: its path (or slug), its file name, a "
@@ -193,12 +206,14 @@ class RenameResult(Budgeted):
     slug: str
     title: str
     path: str
-    rewritten: list[str] = Field(description="Slugs of pages whose links were rewritten")
+    rewritten: list[str] = Field(description="The first pages whose links were rewritten")
+    pages_rewritten: int = Field(default=0, description="Pages rewritten, in all")
     links_rewritten: int
     retargeted: list[RetargetedLink] = Field(
         default_factory=list,
-        description="Links that now lead to the renamed page though they were not rewritten",
+        description="The first links that now lead here without being rewritten",
     )
+    retargeted_count: int = Field(default=0, description="Such links, in all")
 
 
 class PageHistory(BaseModel):
@@ -222,7 +237,7 @@ class PageSummary(BaseModel):
     )
 
 
-class PageList(Budgeted):
+class PageList(Paged):
     """A page of the sorted listing."""
 
     sort: Literal["slug", "modified"] = Field(
@@ -230,8 +245,6 @@ class PageList(Budgeted):
     )
     pages: list[PageSummary]
     total: int = Field(description="How many pages match in all")
-    offset: int
-    next_offset: int | None = Field(description="Pass as offset for the next page; null at end")
 
 
 class SearchHit(BaseModel):
@@ -249,11 +262,12 @@ class SearchHit(BaseModel):
     )
 
 
-class SearchResults(Budgeted):
+class SearchResults(Paged):
     """Full-text search results, best first."""
 
     query: str
     hits: list[SearchHit]
+    total: int = Field(default=0, description="Hits found (at most limit)")
 
 
 class TitleMatch(BaseModel):
@@ -265,11 +279,12 @@ class TitleMatch(BaseModel):
     match: Literal["exact", "prefix", "substring", "fuzzy"]
 
 
-class TitleMatches(Budgeted):
+class TitleMatches(Paged):
     """Title matches: exact first, then prefix, substring and close spellings."""
 
     query: str
     matches: list[TitleMatch]
+    total: int = Field(default=0, description="Matches, in all")
 
 
 class Backlink(BaseModel):
@@ -284,14 +299,20 @@ class Backlink(BaseModel):
     )
 
 
-class Backlinks(Budgeted):
-    """Who links to a page, and (optionally) who mentions it without linking."""
+class Backlinks(Paged):
+    """Who links to a page, then (optionally) who mentions it without linking."""
 
     slug: str
     title: str
     linked: list[Backlink]
     unlinked: list[Backlink] | None = Field(
         default=None, description="Plain-text mentions; only when include_unlinked was set"
+    )
+    total: int = Field(default=0, description="Linking lines, in all")
+    linking_pages: int = Field(default=0, description="Linking pages, in all")
+    links: int = Field(default=0, description="Links here, in all")
+    unlinked_total: int | None = Field(
+        default=None, description="Mentioning lines, in all (of 200 pages holding the name)"
     )
 
 
@@ -308,12 +329,14 @@ class GraphEdge(BaseModel):
 
 
 class Neighbourhood(BaseModel):
-    """The pages within `depth` links of a page, in either direction."""
+    """The pages within `depth` links of a page, in either direction, nearest first."""
 
     center: str
     depth: int
     nodes: list[GraphNode]
     edges: list[GraphEdge]
+    node_count: int = Field(default=0, description="Pages, in all")
+    edge_count: int = Field(default=0, description="Links, in all")
 
 
 class LinkedCount(BaseModel):
@@ -328,18 +351,20 @@ class VaultShape(BaseModel):
     pages: int
     placeholders: int
     links: int = Field(description="Distinct page-to-page edges")
-    orphans: list[str] = Field(description="Pages with no links in or out (the first ones)")
+    orphans: list[str] = Field(description="Pages with no links in or out")
     orphan_count: int
     unreferenced: list[str] = Field(
         default_factory=list,
-        description="Pages no other page links to, whatever they link to (the first ones)",
+        description="Pages no other page links to, whatever they link to",
     )
     unreferenced_count: int = 0
-    most_linked: list[LinkedCount]
+    most_linked: list[LinkedCount] = Field(description="Pages, by how many pages link there")
+    most_linked_count: int = Field(default=0, description="Pages linked to, in all")
     unresolved: list[LinkedCount] = Field(description="Placeholders, by how many pages link there")
+    unresolved_count: int = Field(default=0, description="Placeholders linked to, in all")
 
 
-class GraphResult(Budgeted):
+class GraphResult(Paged):
     """Either a neighbourhood (when a slug was given) or the vault's shape."""
 
     neighbourhood: Neighbourhood | None = None

@@ -165,6 +165,7 @@ def _filled(part: PageView, view: PageView, draw: Draw, limit: int, dropped: boo
         "alternatives": view.alternatives,
     }
     kept = {field: len(items) for field, items in lists.items()}
+    part = part.model_copy(update={"link_count": len(lists["links"])})
 
     def build(counts: dict[str, int]) -> PageView:
         shown = {field: items[: counts[field]] for field, items in lists.items()}
@@ -220,7 +221,10 @@ def _note(part: PageView, cut: dict[str, tuple[int, int]], dropped: bool) -> str
     if cut:
         labels = dict(_LISTS)
         shown = ", ".join(f"{k} of {n} {labels[field]}" for field, (k, n) in cut.items())
-        sentences.append(f"Only {shown} fit; get_backlinks lists every backlink.")
+        where = "get_backlinks pages through every backlink"
+        if "links" in cut:
+            where += ", get_graph with this slug through every page it links to"
+        sentences.append(f"Only {shown} fit; {where}.")
     if dropped:
         sentences.append("The properties are left out: they are in the frontmatter.")
     return " ".join(sentences) or None

@@ -15,6 +15,7 @@ from lore_mcp.models import (
     GraphResult,
     LinkedCount,
     OutgoingLink,
+    Paged,
     PageList,
     PageView,
     RenameResult,
@@ -66,7 +67,9 @@ def page(view: PageView) -> str:
         lines.append(f"backlinks ({total}): {backlinks}")
         if not view.is_placeholder:
             targets = list(dict.fromkeys(_link(link) for link in view.links))
-            lines.append(f"links ({len(targets)}): {_join(targets)}")
+            count = len(view.links) if view.link_count is None else view.link_count
+            more = len(targets) + count - len(view.links)
+            lines.append(f"links ({count}): {_join(targets, total=more)}")
         lines.append(f"history: {_history(view.kept_versions)}")
     if view.alternatives:
         lines.append(f"also matches: {_join(view.alternatives)}")
@@ -98,6 +101,23 @@ def _span(view: PageView) -> str:
     if view.next_column:
         shown += f" (line {last} goes on in the next part)"
     return shown + (f", part 1 of {view.parts}" if view.parts > 1 else "")
+
+
+def _rows(paged: Paged, shown: int, total: int) -> str:
+    """Which rows of a paged list are shown: ' (rows 11-20 of 35)', or nothing when
+    they are all."""
+    if shown == total:
+        return ""
+    if not shown:
+        return " (none of them in these rows)"
+    return f" (rows {paged.offset + 1}-{paged.offset + shown} of {total})"
+
+
+def _more(paged: Paged) -> list[str]:
+    """The line that says how to page on, if there is more."""
+    if paged.next_offset is None:
+        return []
+    return [f"More: call again with offset={paged.next_offset}."]
 
 
 def noted(text: str, result: Budgeted) -> str:
@@ -153,14 +173,23 @@ def deleted(result: DeleteResult) -> str:
 def renamed(result: RenameResult) -> str:
     lines = [f"Renamed {result.old_slug} to {result.slug} ({result.path})."]
     links = _plural(result.links_rewritten, "link")
-    lines.append(f"Rewrote {links} in {_plural(len(result.rewritten), 'page')}:")
+    pages = _plural(result.pages_rewritten, "page")
+    if result.pages_rewritten > len(result.rewritten):
+        pages += f"; the first {len(result.rewritten)}"
+    lines.append(f"Rewrote {links} in {pages}" + (":" if result.rewritten else "."))
     lines += [f"- {slug}" for slug in result.rewritten]
-    if result.retargeted:
+    if result.retargeted_count:
+        first = (
+            f"; the first {len(result.retargeted)}"
+            if result.retargeted_count > len(result.retargeted)
+            else ""
+        )
         lines.append(
-            f"{_plural(len(result.retargeted), 'link')} that led nowhere now lead to "
-            f"{result.slug} without being rewritten:"
+            f"{_plural(result.retargeted_count, 'link')} that led nowhere now lead to "
+            f"{result.slug} without being rewritten{first}:"
         )
         lines += [f"- {r.source}:{r.line}: [[{r.target}]]" for r in result.retargeted]
+    lines.append(f"get_backlinks of {result.slug} lists every page that links to it now.")
     return "\n".join(lines)
 
 
@@ -177,30 +206,35 @@ def listing(result: PageList) -> str:
         mark = ", placeholder" if row.is_placeholder else ""
         when = f", {row.modified}" if row.modified else ""
         lines.append(f"- {row.slug}: {row.title} ({row.links_out}/{row.links_in}{when}{mark})")
-    if result.next_offset is not None:
-        lines.append(f"More: call again with offset={result.next_offset}.")
-    return "\n".join(lines)
+    return "\n".join(lines + _more(result))
 
 
 def hits(result: SearchResults) -> str:
+    best = f"The best {_plural(result.total, 'page')} for {result.query!r}"
     if not result.hits:
+        if result.total:
+            return f"{best} are all before offset {result.offset}."
         return f"No page holds any word of {result.query!r}. Try other words, or search_titles."
-    lines = [f"{_plural(len(result.hits), 'page')} match {result.query!r}, best first:"]
+    shown = ""
+    if result.offset or len(result.hits) < result.total:
+        shown = f" (hits {result.offset + 1}-{result.offset + len(result.hits)} of them)"
+    lines = [f"{best}{shown}, best first:"]
     lines += [
         f"- {hit.slug} ({hit.title})" + (f": {hit.snippet}" if hit.snippet else "")
         for hit in result.hits
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + _more(result))
 
 
 def title_matches(result: TitleMatches) -> str:
-    if not result.matches:
+    if not result.total:
         return f"No page is called anything like {result.query!r}."
-    lines = [f"{_plural(len(result.matches), 'page')} named like {result.query!r}:"]
+    shown = _rows(result, len(result.matches), result.total)
+    lines = [f"{_plural(result.total, 'page')} named like {result.query!r}{shown}:"]
     for match in result.matches:
         mark = ", placeholder" if match.is_placeholder else ""
         lines.append(f"- {match.slug} ({match.title}; {match.match}{mark})")
-    return "\n".join(lines)
+    return "\n".join(lines + _more(result))
 
 
 def _line_refs(rows: list[Backlink]) -> list[str]:
@@ -211,13 +245,19 @@ def _line_refs(rows: list[Backlink]) -> list[str]:
 
 
 def backlinks(result: Backlinks) -> str:
-    links = _plural(sum(row.links for row in result.linked), "link")
-    lines = [f"{links} to {result.slug} ({result.title}) on {_plural(len(result.linked), 'line')}:"]
+    links, pages = _plural(result.links, "link"), _plural(result.linking_pages, "page")
+    where = _plural(result.total, "line") + _rows(result, len(result.linked), result.total)
+    lines = [f"{links} to {result.slug} ({result.title}) from {pages}, on {where}:"]
     lines += _line_refs(result.linked)
-    if result.unlinked is not None:
-        mentions = _plural(len(result.unlinked), "unlinked mention")
-        lines += [f"{mentions} of {result.title!r}:", *_line_refs(result.unlinked)]
-    return "\n".join(lines)
+    if result.unlinked is not None:  # rows of the same list, after the links
+        total, shown = result.unlinked_total or 0, len(result.unlinked)
+        start = max(result.offset, result.total)
+        rows = ""
+        if shown < total:
+            rows = f" (rows {start + 1}-{start + shown})" if shown else " (none in these rows)"
+        mentions = _plural(total, "unlinked mention")
+        lines += [f"{mentions} of {result.title!r}{rows}:", *_line_refs(result.unlinked)]
+    return "\n".join(lines + _more(result))
 
 
 def _counts(rows: list[LinkedCount]) -> list[str]:
@@ -228,29 +268,37 @@ def graph(result: GraphResult) -> str:
     if (hood := result.neighbourhood) is not None:
         lines = [
             f"Within {_plural(hood.depth, 'link')} of {hood.center}: "
-            f"{_plural(len(hood.nodes), 'page')}, {_plural(len(hood.edges), 'link')}.",
-            "Pages (hops away):",
+            f"{_plural(hood.node_count, 'page')}, {_plural(hood.edge_count, 'link')}.",
+            f"Pages (hops away){_rows(result, len(hood.nodes), hood.node_count)}:",
         ]
         for node in hood.nodes:
             mark = ", placeholder" if node.is_placeholder else ""
             lines.append(f"- {node.slug} ({node.title}; {node.depth}{mark})")
-        lines += ["Links:", *(f"- {e.source} -> {e.target}" for e in hood.edges)]
-        return "\n".join(lines)
+        paged = len(hood.nodes) < hood.node_count
+        lines += [
+            "Links among the pages so far that reach these:" if paged else "Links:",
+            *(f"- {e.source} -> {e.target}" for e in hood.edges),
+        ]
+        return "\n".join(lines + _more(result))
     shape = result.shape
     assert shape is not None
     lines = [
         f"{_plural(shape.pages, 'page')}, {_plural(shape.placeholders, 'placeholder')}, "
         f"{_plural(shape.links, 'link')}, {_plural(shape.orphan_count, 'orphan')}, "
         f"{shape.unreferenced_count} unreferenced.",
-        "Most linked (pages linking in):",
+        "Most linked (pages linking in)"
+        f"{_rows(result, len(shape.most_linked), shape.most_linked_count)}:",
         *_counts(shape.most_linked),
-        "Unresolved link targets (placeholders; pages linking in):",
+        "Unresolved link targets (placeholders; pages linking in)"
+        f"{_rows(result, len(shape.unresolved), shape.unresolved_count)}:",
         *_counts(shape.unresolved),
     ]
     if shape.orphans:
-        orphans = _join(shape.orphans, total=shape.orphan_count)
-        lines.append(f"Orphans (no links in or out): {orphans}")
+        shown = _rows(result, len(shape.orphans), shape.orphan_count)
+        lines.append(f"Orphans (no links in or out){shown}: {', '.join(shape.orphans)}")
     if shape.unreferenced:
-        unreferenced = _join(shape.unreferenced, total=shape.unreferenced_count)
-        lines.append(f"Unreferenced (no other page links to them): {unreferenced}")
-    return "\n".join(lines)
+        shown = _rows(result, len(shape.unreferenced), shape.unreferenced_count)
+        lines.append(
+            f"Unreferenced (no other page links to them){shown}: {', '.join(shape.unreferenced)}"
+        )
+    return "\n".join(lines + _more(result))

@@ -22,7 +22,7 @@ from pydantic import Field
 
 from lore_mcp import audit, budget, render
 from lore_mcp import vault_ops as engine
-from lore_mcp.config import MAX_CONTENT_BYTES, MAX_NAME_CHARS, MAX_QUERY_CHARS
+from lore_mcp.config import MAX_CONTENT_BYTES, MAX_NAME_CHARS, MAX_QUERY_CHARS, PAGE_ROWS
 from lore_mcp.edits import Mode
 from lore_mcp.errors import LoreError
 from lore_mcp.models import (
@@ -118,7 +118,7 @@ Centre = Annotated[
     Field(max_length=MAX_NAME_CHARS, description="Centre page; leave out for the vault's shape"),
 ]
 Depth = Annotated[int, Field(ge=1, le=3, description="How many links from the centre (1-3)")]
-Offset = Annotated[int, Field(ge=0, description="Skip this many pages (for paging)")]
+Offset = Annotated[int, Field(ge=0, description="Rows to skip: 0, or a result's next_offset")]
 LineOffset = Annotated[
     int,
     Field(
@@ -289,7 +289,8 @@ async def rename_page(
 ) -> Annotated[CallToolResult, RenameResult]:
     """Rename or move a page and rewrite every [[link]] that pointed at it, in every
     page (aliases, headings and embeds are kept). Nothing is lost. The name must match
-    one page only, and the new name must be free."""
+    one page only, and the new name must be free. The result counts what it rewrote and
+    names the first pages; get_backlinks of the new name lists all that link to it."""
     door = _door(ctx)
     renamed = await _call(
         ctx,
@@ -314,7 +315,7 @@ async def list_pages(
 ) -> Annotated[CallToolResult, PageList]:
     """List pages with how many links go out and come in and when each file was last
     modified: by slug, or with sort="modified" the latest first (what changed lately).
-    Page through long listings with offset (the result says the next offset)."""
+    Page on with offset=next_offset."""
     listing = await _call(
         ctx, lambda v: engine.list_pages(v, folder, include_placeholders, offset, limit, sort=sort)
     )
@@ -325,6 +326,9 @@ async def search(
     query: Annotated[Query, Field(description="Words to find; any text is safe to send")],
     ctx: Ctx,
     limit: Annotated[int, _limit("hits")] = 10,
+    offset: Annotated[
+        int, Field(ge=0, description="Skip this many of the best limit hits: 0, or next_offset")
+    ] = 0,
 ) -> Annotated[CallToolResult, SearchResults]:
     """Full-text search over every page, best match first. A page matches when it holds
     any word of the query (question words, articles and the like aside); pages holding
@@ -332,8 +336,9 @@ async def search(
     English words find their other forms (embedding: embed), case and accents never
     matter, "quoted phrases" match exactly, C++, .NET, node.js, v1.10 match as written,
     #tag words keep to pages with that tag, and the last word also matches longer words
-    it starts. Each hit has its best passage, matches marked. Any script, CJK included."""
-    results = await _call(ctx, lambda v: engine.search(v, query, limit))
+    it starts. Each hit has its best passage, matches marked. Any script, CJK included.
+    A result cut to fit pages on with the same limit and offset=next_offset."""
+    results = await _call(ctx, lambda v: engine.search(v, query, limit, offset))
     return _result(ctx, results, render.hits)
 
 
@@ -341,10 +346,12 @@ async def search_titles(
     query: Annotated[Query, Field(description="A page name, or part of one")],
     ctx: Ctx,
     limit: Annotated[int, _limit("matches")] = 20,
+    offset: Offset = 0,
 ) -> Annotated[CallToolResult, TitleMatches]:
     """Find pages by title or slug: exact matches first, then prefixes, substrings and
-    close spellings. Use it to learn what a page is called; placeholders are flagged."""
-    matches = await _call(ctx, lambda v: engine.search_titles(v, query, limit))
+    close spellings. Use it to learn what a page is called; placeholders are flagged.
+    Page on with offset=next_offset."""
+    matches = await _call(ctx, lambda v: engine.search_titles(v, query, limit, offset))
     return _result(ctx, matches, render.title_matches)
 
 
@@ -354,21 +361,27 @@ async def get_backlinks(
     include_unlinked: Annotated[
         bool, Field(description="Also find pages that mention the title without linking")
     ] = False,
+    offset: Offset = 0,
 ) -> Annotated[CallToolResult, Backlinks]:
     """The lines in other pages that link to this page, with line numbers; optionally
-    also plain-text mentions of its title that are not links yet."""
-    backlinks = await _call(ctx, lambda v: engine.get_backlinks(v, slug, include_unlinked))
+    also plain-text mentions of its title that are not links yet (after the links).
+    Counts cover all rows; page on with offset=next_offset."""
+    backlinks = await _call(
+        ctx, lambda v: engine.get_backlinks(v, slug, include_unlinked, offset, PAGE_ROWS)
+    )
     return _result(ctx, backlinks, render.backlinks)
 
 
 async def get_graph(
-    ctx: Ctx, slug: Centre = None, depth: Depth = 1
+    ctx: Ctx, slug: Centre = None, depth: Depth = 1, offset: Offset = 0
 ) -> Annotated[CallToolResult, GraphResult]:
     """The link graph. With a slug: the pages within `depth` links of it (either
-    direction) and the links between them. Without: the vault's shape - counts, orphan
-    pages (no links in or out), unreferenced pages (nothing links to them), the most
-    linked pages and unresolved link targets."""
-    graph = await _call(ctx, lambda v: engine.get_graph(v, slug, depth))
+    direction, nearest first) and the links between them. Without: the vault's shape -
+    counts, orphan pages (no links in or out), unreferenced pages (nothing links to
+    them), the most linked pages and unresolved link targets. Counts cover all rows; page
+    on with offset=next_offset (the pages, or the shape's four lists together)."""
+    limit = PAGE_ROWS if slug and slug.strip() else None
+    graph = await _call(ctx, lambda v: engine.get_graph(v, slug, depth, offset, limit))
     return _result(ctx, graph, render.graph)
 
 

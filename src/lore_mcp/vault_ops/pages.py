@@ -57,6 +57,7 @@ def _read(vault: AppState, name: str, offset: int, column: int) -> tuple[PageVie
             raise PageNotFoundError(name)
         data = None if row.path is None else read_bytes(vault, row.path)
         view = view_of(vault.handle(found.key), row.title, row.path, data, at=(offset, column))
+        shown = [link for link in outgoing(vault, found.key) if link.line > offset]
         update = {
             "tags": vault.index.pages.tags_of(found.key),
             "is_placeholder": row.is_placeholder,
@@ -65,7 +66,8 @@ def _read(vault: AppState, name: str, offset: int, column: int) -> tuple[PageVie
                 for s in vault.graph.linking_to(found.key)
             ],
             "backlink_count": vault.graph.in_degree(found.key),
-            "links": [link for link in outgoing(vault, found.key) if link.line > offset],
+            "links": shown,
+            "link_count": len(shown),
             "matched_by": found.rule,
             "alternatives": found.alternatives,
             "kept_versions": history.count(vault.root, row.path, found.key),

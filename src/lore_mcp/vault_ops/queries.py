@@ -33,7 +33,8 @@ from lore_mcp.vault_ops.open import reading
 from lore_mcp.vault_ops.pages import read_text
 
 MAX_MENTION_PAGES = 200
-SHAPE_LIST_LIMIT = 50
+MAX_CLOSE_NAMES = 100  # close spellings search_titles lists when nothing else matches
+SHAPE_ROWS = 25  # rows of each of the vault shape's lists, unless asked for more
 
 
 def list_pages(
@@ -95,10 +96,23 @@ def _check_query(query: str) -> None:
         raise InvalidArgumentError(f"Queries are limited to {MAX_QUERY_CHARS} characters.")
 
 
-def search(vault: AppState, query: str, limit: int = 10) -> SearchResults:
-    """Full-text search, best first (see `lore_mcp.index.finder`). `#tag` words find
-    the pages with that tag: alone they list them, beside other words they filter."""
+def search(vault: AppState, query: str, limit: int = 10, offset: int = 0) -> SearchResults:
+    """Full-text search (see `lore_mcp.index.finder`): the best `limit` pages for a
+    query, best first, less the first `offset` of them. `#tag` words find the pages
+    with that tag: alone they list them, beside other words they filter.
+
+    The ranking depends on how many hits are asked for, so `offset` skips into the best
+    `limit` rather than going past them: paging on with the same `limit` reaches each of
+    them once."""
     _check_query(query)
+    found = _best(vault, query, limit)
+    start = min(offset, len(found.hits))
+    return found.model_copy(
+        update={"hits": found.hits[start:], "total": len(found.hits), "offset": offset}
+    )
+
+
+def _best(vault: AppState, query: str, limit: int) -> SearchResults:
     with reading(vault):
         tags = [word for word in query.split() if word.startswith("#") and len(word) > 1]
         words = " ".join(word for word in query.split() if word not in tags)
@@ -125,14 +139,15 @@ def search(vault: AppState, query: str, limit: int = 10) -> SearchResults:
         return SearchResults(query=query, hits=hits[:limit])
 
 
-def search_titles(vault: AppState, query: str, limit: int = 20) -> TitleMatches:
-    """Pages by title or slug: exact, then prefix, then substring, then close spellings."""
+def search_titles(vault: AppState, query: str, limit: int = 20, offset: int = 0) -> TitleMatches:
+    """Pages by title or slug: exact, then prefix, then substring, then (when nothing
+    else matches) close spellings; `limit` of them from `offset`, and how many in all."""
     _check_query(query)
     with reading(vault):
         text = query.strip().lower()
         wanted = slug_from_path(text)
         if not wanted and not text:
-            return TitleMatches(query=query, matches=[])
+            return TitleMatches(query=query, matches=[], offset=offset)
         table = vault.index.pages
         keys = [k for k in dict.fromkeys((wanted, text)) if k]  # the slug form and the title form
         kinds: dict[str, str] = {}
@@ -141,16 +156,20 @@ def search_titles(vault: AppState, query: str, limit: int = 20) -> TitleMatches:
             ("prefix", table.named_starting),
             ("substring", table.named_containing),
         ):
-            found = {page for key in keys for page in lookup(key, limit)}
+            found = {page for key in keys for page in lookup(key, len(vault.graph))}
             for page in sorted(found - set(kinds), key=lambda p: (vault.handle(p), p)):
                 kinds[page] = kind
-            if len(kinds) >= limit:
-                break
-        matches = [_title_match(vault, s, k) for s, k in list(kinds.items())[:limit]]
-        if not matches and wanted:
-            close = names.suggest(vault, parse_name(wanted), limit, substrings=False)
-            matches = [_title_match(vault, names.find(vault, h).key, "fuzzy") for h in close]
-        return TitleMatches(query=query, matches=matches)
+        if not kinds and wanted:
+            close = names.suggest(vault, parse_name(wanted), MAX_CLOSE_NAMES, substrings=False)
+            kinds = dict.fromkeys((names.find(vault, h).key for h in close), "fuzzy")
+        start, end, next_offset = _window(len(kinds), offset, limit)
+        return TitleMatches(
+            query=query,
+            matches=[_title_match(vault, s, k) for s, k in list(kinds.items())[start:end]],
+            total=len(kinds),
+            offset=offset,
+            next_offset=next_offset,
+        )
 
 
 def _title_match(vault: AppState, key: str, kind: str) -> TitleMatch:
@@ -164,27 +183,55 @@ def _title_match(vault: AppState, key: str, kind: str) -> TitleMatch:
     )
 
 
-def get_backlinks(vault: AppState, name: str, include_unlinked: bool = False) -> Backlinks:
+def get_backlinks(
+    vault: AppState,
+    name: str,
+    include_unlinked: bool = False,
+    offset: int = 0,
+    limit: int | None = None,
+) -> Backlinks:
     """Lines in other pages that link here (one row per line, with how many links to
-    the page it holds); optionally lines that mention the title without linking."""
+    the page it holds); optionally lines that mention the title without linking. The
+    rows are one list, the links then the mentions, of which `limit` rows from `offset`
+    are shown (all with None); the counts are of the whole list."""
     with reading(vault):
         slug = names.find(vault, name).key
         title = vault.graph.title(slug)
-        linked = [
-            Backlink(
-                slug=vault.handle(source),
-                title=vault.graph.title(source),
-                line=line,
-                text=first.context,
-                links=1 + len(rest),
-            )
+        lines = [
+            (source, line, first.context, 1 + len(rest))
             for (source, line), (first, *rest) in groupby(
                 vault.index.links.to_page(slug), key=lambda k: (k.source, k.line)
             )
         ]
         names_of = [title, *vault.index.pages.aliases_of([slug])[slug]]
         unlinked = _mentions(vault, slug, names_of) if include_unlinked else None
-        return Backlinks(slug=vault.handle(slug), title=title, linked=linked, unlinked=unlinked)
+        start, end, next_offset = _window(len(lines) + len(unlinked or []), offset, limit)
+        linked = [
+            Backlink(slug=vault.handle(s), title=vault.graph.title(s), line=n, text=t, links=k)
+            for s, n, t, k in lines[start:end]
+        ]
+        return Backlinks(
+            slug=vault.handle(slug),
+            title=title,
+            linked=linked,
+            unlinked=None
+            if unlinked is None
+            else unlinked[max(0, start - len(lines)) : max(0, end - len(lines))],
+            offset=offset,
+            next_offset=next_offset,
+            total=len(lines),
+            linking_pages=len({source for source, *_ in lines}),
+            links=sum(count for *_, count in lines),
+            unlinked_total=None if unlinked is None else len(unlinked),
+        )
+
+
+def _window(count: int, offset: int, limit: int | None) -> tuple[int, int, int | None]:
+    """The rows a page of a list of `count` rows shows, from `offset`, at most `limit`
+    of them (all with None): start, end, and the offset of the next page (None at the end)."""
+    start = min(offset, count)
+    end = count if limit is None else min(count, start + limit)
+    return start, end, end if end < count else None
 
 
 def _mentions(vault: AppState, slug: str, names_of: list[str]) -> list[Backlink]:
@@ -214,17 +261,27 @@ def _mentions(vault: AppState, slug: str, names_of: list[str]) -> list[Backlink]
     return found
 
 
-def get_graph(vault: AppState, name: str | None = None, depth: int = 1) -> GraphResult:
-    """A page's neighbourhood to `depth` (1-3), or without a name, the vault's shape."""
+def get_graph(
+    vault: AppState,
+    name: str | None = None,
+    depth: int = 1,
+    offset: int = 0,
+    limit: int | None = None,
+) -> GraphResult:
+    """A page's neighbourhood to `depth` (1-3), or without a name, the vault's shape:
+    `limit` rows from `offset` of the neighbourhood's nodes (all of them with None), or
+    of each of the shape's lists (`SHAPE_ROWS` with None)."""
     if not 1 <= depth <= 3:
         raise InvalidArgumentError("depth must be 1, 2 or 3.")
     with reading(vault):
         if name is None or not name.strip():
-            return GraphResult(shape=_shape(vault))
+            return _shape(vault, offset, SHAPE_ROWS if limit is None else limit)
         slug = names.find(vault, name).key
         seen, edges = vault.graph.neighbourhood(slug, depth)
+        order = sorted(seen.items(), key=lambda kv: (kv[1], kv[0]))
+        start, end, next_offset = _window(len(order), offset, limit)
         nodes = []
-        for node_slug, hops in sorted(seen.items(), key=lambda kv: (kv[1], kv[0])):
+        for node_slug, hops in order[start:end]:
             node = vault.graph.node(node_slug)
             nodes.append(
                 GraphNode(
@@ -234,32 +291,51 @@ def get_graph(vault: AppState, name: str | None = None, depth: int = 1) -> Graph
                     depth=hops,
                 )
             )
+        place = {node_slug: i for i, (node_slug, _) in enumerate(order)}
         return GraphResult(
             neighbourhood=Neighbourhood(
                 center=vault.handle(slug),
                 depth=depth,
                 nodes=nodes,
-                edges=[GraphEdge(source=vault.handle(a), target=vault.handle(b)) for a, b in edges],
-            )
+                edges=[  # each link once: with the page of nodes that holds its later end
+                    GraphEdge(source=vault.handle(a), target=vault.handle(b))
+                    for a, b in edges
+                    if start <= max(place[a], place[b]) < end
+                ],
+                node_count=len(order),
+                edge_count=len(edges),
+            ),
+            offset=offset,
+            next_offset=next_offset,
         )
 
 
-def _shape(vault: AppState) -> VaultShape:
+def _shape(vault: AppState, offset: int, limit: int) -> GraphResult:
     graph = vault.graph
-    orphans = graph.orphans()
-    unreferenced = graph.unreferenced()
+    orphans = sorted(vault.handles(graph.orphans()))
+    unreferenced = sorted(vault.handles(graph.unreferenced()))
+    most_linked = graph.most_linked(len(graph), placeholders=False)
+    unresolved = graph.most_linked(len(graph), placeholders=True)
+    longest = max(len(orphans), len(unreferenced), len(most_linked), len(unresolved))
+    start, end, next_offset = _window(longest, offset, limit)
 
     def counted(pairs: list[tuple[str, int]]) -> list[LinkedCount]:
-        return [LinkedCount(slug=vault.handle(s), title=graph.title(s), count=n) for s, n in pairs]
+        return [
+            LinkedCount(slug=vault.handle(s), title=graph.title(s), count=n)
+            for s, n in pairs[start:end]
+        ]
 
-    return VaultShape(
+    shape = VaultShape(
         pages=len(vault.pages),
         placeholders=len(vault.placeholders),
         links=graph.edge_count(),
-        orphans=sorted(vault.handles(orphans))[:SHAPE_LIST_LIMIT],
+        orphans=orphans[start:end],
         orphan_count=len(orphans),
-        unreferenced=sorted(vault.handles(unreferenced))[:SHAPE_LIST_LIMIT],
+        unreferenced=unreferenced[start:end],
         unreferenced_count=len(unreferenced),
-        most_linked=counted(graph.most_linked(10, placeholders=False)),
-        unresolved=counted(graph.most_linked(SHAPE_LIST_LIMIT, placeholders=True)),
+        most_linked=counted(most_linked),
+        most_linked_count=len(most_linked),
+        unresolved=counted(unresolved),
+        unresolved_count=len(unresolved),
     )
+    return GraphResult(shape=shape, offset=offset, next_offset=next_offset)

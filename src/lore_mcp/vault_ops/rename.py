@@ -42,6 +42,8 @@ from lore_mcp.vault_ops.files import spelled_on_disk
 from lore_mcp.vault_ops.open import writing
 from lore_mcp.vault_ops.pages import check_expected, check_inside, read_bytes
 
+LISTED = 20  # rewritten pages and retargeted links a rename result lists; it counts them all
+
 
 def rename_page(
     vault: AppState,
@@ -97,23 +99,27 @@ def rename_page(
                 placeholders=(vault.handles(applied.created), vault.handles(applied.removed)),
             ),
         )
+        rewritten = sorted(vault.handle(new_rel if rel == old_rel else rel) for rel in texts)
+        retargeted = [
+            link.model_copy(
+                update={
+                    "source": vault.handle(link.source),
+                    "before": vault.handle(link.before),
+                    "after": vault.handle(link.after),
+                }
+            )
+            for link in plan.retargeted
+        ]
         return RenameResult(
             old_slug=old_handle,
             slug=new_handle,
             title=title_from_path(new_rel),
             path=new_rel,
-            rewritten=sorted(vault.handle(new_rel if rel == old_rel else rel) for rel in texts),
+            rewritten=rewritten[:LISTED],
+            pages_rewritten=len(rewritten),
             links_rewritten=sum(rewrite.links for rewrite in texts.values()),
-            retargeted=[
-                link.model_copy(
-                    update={
-                        "source": vault.handle(link.source),
-                        "before": vault.handle(link.before),
-                        "after": vault.handle(link.after),
-                    }
-                )
-                for link in plan.retargeted
-            ],
+            retargeted=retargeted[:LISTED],
+            retargeted_count=len(retargeted),
         )
 
 
