@@ -340,7 +340,6 @@ def obsidian_resolve(target: str, source: str, files: list[str]) -> str | None:
         ]
         return (same or found)[0] if found else None
 
-
     if text.startswith(("./", "../")):
         return at(posixpath.normpath(posixpath.join(posixpath.dirname(source), text)))
     if text.startswith("/"):
