@@ -135,8 +135,10 @@ def _probe(frame: PageView, dropped: bool) -> PageView:
     """The frame as large as any of its parts can be: every number at its widest, and
     the longest note."""
     numbers = dict.fromkeys(
-        ("offset", "column", "total_lines", "next_offset", "next_column", "parts"), LARGEST
+        ("offset", "column", "total_lines", "next_offset", "next_column", "parts", "link_count"),
+        LARGEST,
     )
+
     wide = frame.model_copy(update=numbers)
     cut = {field: (LARGEST, LARGEST) for field, _ in _LISTS}
     return wide.model_copy(update={"truncated": True, "note": _note(wide, cut, dropped)})
