@@ -267,95 +267,66 @@ class _Multi:
         return self.sets.get(key, set())
 
 
-class PageSet:
-    """The page files of a vault, by path, and the lookups names and links need: the
-    path compared as Obsidian compares it, the file name (title), and the slug."""
+class _Slugged:
+    """A set of keys (page paths or placeholder keys) and their slugs: what a loose
+    lookup, a close spelling and a handle need."""
 
-    def __init__(self, paths: Iterable[str] = ()) -> None:
-        self._paths: set[str] = set()
-        self._by_path = _Multi()  # path_key -> paths
-        self._by_title = _Multi()  # the last segment of path_key -> paths
-        self._by_slug = _Multi()  # slug -> paths
-        self._by_slug_title = _Multi()  # the last segment of the slug -> paths
-        self.update(paths)
+    def __init__(self, keys: Iterable[str] = ()) -> None:
+        self._keys: set[str] = set()
+        self._by_slug = _Multi()  # slug -> keys
+        self._by_slug_title = _Multi()  # the last segment of the slug -> keys
+        for key in keys:
+            self.add(key)
 
-    def _keys(self, path: str) -> tuple[str, str, str, str]:
-        key, slug = path_key(path), slug_from_path(path)
-        return key, key.rpartition("/")[2], slug, slug.rpartition("/")[2]
+    def add(self, key: str) -> None:
+        if key not in self._keys:
+            self._keys.add(key)
+            slug = slug_from_path(key)
+            self._by_slug.add(slug, key)
+            if slug:
+                self._by_slug_title.add(slug.rpartition("/")[2], key)
 
-    def add(self, path: str) -> None:
-        if path in self._paths:
-            return
-        self._paths.add(path)
-        key, title, slug, slug_title = self._keys(path)
-        self._by_path.add(key, path)
-        self._by_title.add(title, path)
-        self._by_slug.add(slug, path)
-        if slug_title:
-            self._by_slug_title.add(slug_title, path)
+    def remove(self, key: str) -> None:
+        if key in self._keys:
+            self._keys.discard(key)
+            slug = slug_from_path(key)
+            self._by_slug.remove(slug, key)
+            self._by_slug_title.remove(slug.rpartition("/")[2], key)
 
-    def update(self, paths: Iterable[str]) -> None:
-        for path in paths:
-            self.add(path)
-
-    def remove(self, path: str) -> None:
-        if path not in self._paths:
-            return
-        self._paths.discard(path)
-        key, title, slug, slug_title = self._keys(path)
-        self._by_path.remove(key, path)
-        self._by_title.remove(title, path)
-        self._by_slug.remove(slug, path)
-        self._by_slug_title.remove(slug_title, path)
+    def update(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self.add(key)
 
     def clear(self) -> None:
-        self.__init__()  # type: ignore[misc]
+        self._keys = set()
+        self._by_slug = _Multi()
+        self._by_slug_title = _Multi()
 
-    def __contains__(self, path: object) -> bool:
-        return path in self._paths
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._paths)
+        return iter(self._keys)
 
     def __len__(self) -> int:
-        return len(self._paths)
-
-    def at(self, key: str) -> list[str]:
-        """The files at this path (`path_key` form), sorted: more than one only where the
-        file system tells case apart (`Note.md`, `note.md`)."""
-        return sorted(self._by_path.get(key))
-
-    def ending(self, key: str) -> list[str]:
-        """The files whose path is `key` or ends with `/key`, sorted."""
-        tail = "/" + key
-        return sorted(
-            p
-            for p in self._by_title.get(key.rpartition("/")[2])
-            if (found := path_key(p)) == key or found.endswith(tail)
-        )
-
-    def titled(self, title: str) -> list[str]:
-        """The files with this file name (`path_key` form of the stem), sorted."""
-        return sorted(self._by_title.get(title))
+        return len(self._keys)
 
     def slugged(self, slug: str, exact: bool = False) -> list[str]:
-        """The files whose slug is `slug` or (unless `exact`) ends with `/slug`, sorted."""
+        """The keys whose slug is `slug` or (unless `exact`) ends with `/slug`, sorted."""
         tail = "/" + slug
         return sorted(
-            p
-            for p in self._by_slug_title.get(slug.rpartition("/")[2])
-            if (found := slug_from_path(p)) == slug or (not exact and found.endswith(tail))
+            k
+            for k in self._by_slug_title.get(slug.rpartition("/")[2])
+            if (found := slug_from_path(k)) == slug or (not exact and found.endswith(tail))
         )
 
-    def handle(self, path: str) -> str:
-        """The name tools show for a page: its slug where no other file shares it, else
-        its path."""
-        slug = slug_from_path(path)
-        return slug if slug and len(self._by_slug.get(slug)) == 1 else path
+    def sharing(self, slug: str) -> int:
+        """How many keys have this slug."""
+        return len(self._by_slug.get(slug))
 
     def close_titles(self, word: str, count: int) -> list[tuple[float, str]]:
         """Slug titles spelled like `word`, as (similarity 0-100, title), closest first,
-        ties by title, so that the answer does not depend on the order pages came in."""
+        ties by title, so that the answer does not depend on the order keys came in."""
         found = process.extract(
             word,
             self._by_slug_title.sets.keys(),
@@ -369,59 +340,68 @@ class PageSet:
         return sorted(self._by_slug_title.get(title))
 
 
-class PlaceholderSet:
-    """The placeholders (link targets with no file), by key, with their slugs."""
+class PageSet(_Slugged):
+    """The page files of a vault, by path, and the lookups names and links need: the
+    path compared as Obsidian compares it, the file name (title), and the slug."""
 
-    def __init__(self, keys: Iterable[str] = ()) -> None:
-        self._keys: set[str] = set()
-        self._by_slug = _Multi()
-        for key in keys:
-            self.add(key)
+    def __init__(self, paths: Iterable[str] = ()) -> None:
+        self._by_path = _Multi()  # path_key -> paths
+        self._by_title = _Multi()  # the last segment of path_key -> paths
+        super().__init__(paths)
 
     def add(self, key: str) -> None:
-        if key not in self._keys:
-            self._keys.add(key)
-            self._by_slug.add(slug_from_path(key), key)
+        if key not in self:
+            found = path_key(key)
+            self._by_path.add(found, key)
+            self._by_title.add(found.rpartition("/")[2], key)
+        super().add(key)
 
     def remove(self, key: str) -> None:
-        if key in self._keys:
-            self._keys.discard(key)
-            self._by_slug.remove(slug_from_path(key), key)
+        if key in self:
+            found = path_key(key)
+            self._by_path.remove(found, key)
+            self._by_title.remove(found.rpartition("/")[2], key)
+        super().remove(key)
+
+    def at(self, key: str) -> list[str]:
+        """The files at this path (`path_key` form), sorted: more than one only where the
+        file system tells case or Unicode forms apart (`Note.md`, `note.md`)."""
+        return sorted(self._by_path.get(key))
+
+    def ending(self, key: str) -> list[str]:
+        """The files whose path is `key` or ends with `/key`, sorted."""
+        tail = "/" + key
+        return sorted(
+            p
+            for p in self._by_title.get(key.rpartition("/")[2])
+            if (found := path_key(p)) == key or found.endswith(tail)
+        )
 
     def clear(self) -> None:
-        self._keys.clear()
-        self._by_slug = _Multi()
+        super().clear()
+        self._by_path = _Multi()
+        self._by_title = _Multi()
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._keys
+    def titled(self, title: str) -> list[str]:
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._keys)
+        """The files with this file name (`path_key` form of the stem), sorted."""
+        return sorted(self._by_title.get(title))
 
-    def __len__(self) -> int:
-        return len(self._keys)
+    def handle(self, path: str) -> str:
+        """The name tools show for a page: its slug where no other file shares it, else
+        its path."""
+        slug = slug_from_path(path)
+        return slug if slug and self.sharing(slug) == 1 else path
 
-    def slugged(self, slug: str, exact: bool = False) -> list[str]:
-        tail = "/" + slug
-        return sorted(
-            k
-            for s, keys in self._by_slug.sets.items()
-            if s == slug or (not exact and s.endswith(tail))
-            for k in keys
-        )
+
+class PlaceholderSet(_Slugged):
+    """The placeholders (link targets with no file), by key, with their slugs."""
 
     def handle(self, key: str, pages: PageSet) -> str:
         """A placeholder's name for tools: its slug where that names it alone, else its key."""
         slug = slug_from_path(key)
-        unique = slug and len(self._by_slug.get(slug)) == 1 and not pages.slugged(slug, exact=True)
+        unique = slug and self.sharing(slug) == 1 and not pages.sharing(slug)
         return slug if unique else key
-
-    def close_titles(self, word: str, count: int) -> list[tuple[float, str]]:
-        lasts = {slug.rpartition("/")[2] for slug in self._by_slug.sets}
-        found = process.extract(
-            word, lasts, scorer=fuzz.ratio, limit=None, score_cutoff=CLOSE_CUTOFF
-        )
-        return heapq.nlargest(count, ((score, name) for name, score, _ in found))
 
 
 class Aliases:
