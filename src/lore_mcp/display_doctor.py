@@ -31,6 +31,13 @@ def show(report: DoctorReport, console: Console, rows: int | None = ROWS) -> Non
             f"{report.history_bytes / 1e6:.1f} MB in .lore/history/"
         )
     )
+    if report.ignored:
+        console.print(
+            Text(
+                f"ignored: {report.ignored} (files and folders a .gitignore or .loreignore "
+                "leaves out)"
+            )
+        )
     section = partial(_section, console, limit=rows)
     section(
         "error",

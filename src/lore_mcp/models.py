@@ -438,6 +438,10 @@ class DoctorReport(BaseModel):
     unindexed: list[UnindexedFile]
     unresolved: list[Unresolved]
     ambiguous: list[AmbiguousLink]
+    ignored: int = Field(
+        default=0,
+        description="Files and folders a .gitignore or .loreignore leaves out of the vault",
+    )
     loose: list[LooseLink] = Field(
         default_factory=list, description="Links Obsidian will not follow, with what to write"
     )

@@ -383,7 +383,6 @@ class PageSet(_Slugged):
         self._by_title = _Multi()
 
     def titled(self, title: str) -> list[str]:
-
         """The files with this file name (`path_key` form of the stem), sorted."""
         return sorted(self._by_title.get(title))
 

@@ -35,6 +35,7 @@ from watchdog.utils import UnsupportedLibcError
 
 from lore_mcp.slugs import is_hidden
 from lore_mcp.vault_ops import AppState, apply_external_changes, changed_on_disk, resync
+from lore_mcp.vault_ops.ignore import is_ignore_file
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +73,13 @@ EVENTS_ON_CLOSE = [e for e in EVENTS if e is not events.FileModifiedEvent]
 
 
 def wanted(rel_path: str, is_directory: bool) -> bool:
-    """True for page files and folders; False for dot-paths, temp files, other files."""
+    """True for page files, folders and ignore files (`.gitignore`, `.loreignore`);
+    False for dot-paths, temp files, other files."""
+    if is_ignore_file(rel_path) and not is_hidden(rel_path.rpartition("/")[0]):
+        return not is_directory
     if not rel_path or is_hidden(rel_path):  # "." too
         return False
+
     if is_directory:
         return True
     name = rel_path.rpartition("/")[2]

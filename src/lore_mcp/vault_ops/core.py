@@ -18,6 +18,7 @@ from lore_mcp.graph import LinkGraph
 from lore_mcp.index import Index
 from lore_mcp.slugs import Aliases, PageSet, PlaceholderSet, slug_from_path
 from lore_mcp.vault_ops.files import OtherFiles, content_hash
+from lore_mcp.vault_ops.ignore import Ignores
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,10 @@ class AppState:
     data_version: int = 0  # the index's, when this process last took in other commits
     generation: int = 0  # counts changes to the graph and slug sets
     stale: bool = False  # the graph and slug sets must be loaded again from the index
+    ignores: Ignores = field(init=False)  # what the vault's ignore files leave out
+
+    def __post_init__(self) -> None:
+        self.ignores = Ignores(self.root)
 
     def handle(self, key: str) -> str:
         """The name tools show for a page or placeholder (see `PageSet.handle`); for

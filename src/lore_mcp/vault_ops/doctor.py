@@ -28,6 +28,7 @@ from lore_mcp.slugs import Key
 from lore_mcp.vault_ops import history
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.files import decode, read_regular, scan_files, unreadable
+from lore_mcp.vault_ops.ignore import Ignores
 from lore_mcp.vault_ops.open import reading
 from lore_mcp.vault_ops.pages import link_advice
 from lore_mcp.vault_ops.paths import real_path
@@ -67,7 +68,8 @@ def _diagnose(vault: AppState) -> DoctorReport:
     invalid = [
         PageFile(slug=vault.handle(p.key), path=p.path) for p in pages if p.bad_utf8 and p.path
     ]
-    unindexed = _unindexed(vault.root, pages)
+    left_out: list[str] = []
+    unindexed = _unindexed(vault.root, pages, vault.ignores, left_out)
     versions, kept_bytes = history.size(vault.root)
     broken = _broken_properties(vault, pages)
     unresolved = [
@@ -84,6 +86,7 @@ def _diagnose(vault: AppState) -> DoctorReport:
         unresolved=sorted(unresolved, key=lambda u: u.slug),
         ambiguous=ambiguous,
         loose=loose,
+        ignored=len(left_out),
         orphans=[PageFile(slug=vault.handle(s), path=s) for s in orphans],
         broken_properties=broken,
         history_versions=versions,
@@ -122,12 +125,16 @@ def _site(vault: AppState, link: LinkRow) -> LinkSite:
     )
 
 
-def _unindexed(root: Path, pages: list[PageRow]) -> list[UnindexedFile]:
+def _unindexed(
+    root: Path, pages: list[PageRow], ignores: Ignores, left_out: list[str]
+) -> list[UnindexedFile]:
     """Page files on disk that are not indexed, and the files a pass over the vault
-    skips (see `scan_files`), with why."""
+    skips (see `scan_files`), with why; what the ignore files leave out goes to
+    `left_out`."""
     known = {p.path for p in pages if p.path}
     reasons: dict[str, str] = {}
-    found = scan_files(root, warn=False, skipped=reasons)
+    found = scan_files(root, warn=False, skipped=reasons, ignores=ignores, ignored=left_out)
+
     for rel, st in found.items():
         if rel in known:
             continue

@@ -23,6 +23,7 @@ from lore_mcp.config import LARGE_PASS_FILES, LORE_DIR, MAX_CONTEXT_CHARS, MAX_F
 from lore_mcp.errors import UnsafePathError, VaultError
 from lore_mcp.index import LinkRow, PageRow
 from lore_mcp.slugs import is_hidden, path_key, target_key, title_from_path
+from lore_mcp.vault_ops.ignore import Ignores, leaves_out
 from lore_mcp.vault_ops.paths import (
     collides,
     entry_path,
@@ -264,13 +265,16 @@ def scan_files(
     *,
     warn: bool = True,
     skipped: dict[str, str] | None = None,
+    ignores: Ignores | None = None,
+    ignored: list[str] | None = None,
 ) -> dict[str, Stamp]:
     """Every page file under the root (or its folder `under`), by page path (see
     `paths.shown`): a regular `.md` file, outside dot-folders, not a symlink leading
     outside the root; the other files go to `others`. Folder symlinks are not followed.
     Temp files left by a killed write are removed once surely abandoned. What is skipped
     is logged (unless `warn` is false: a check that runs every minute would repeat it)
-    and put in `skipped` with why."""
+    and put in `skipped` with why. What the vault's ignore files leave out (`ignores`,
+    see `ignore`) is not looked into, and goes to `ignored` (files and whole folders)."""
     say = log.warning if warn else log.debug
 
     def skip(rel: str, why: str) -> None:
@@ -280,15 +284,17 @@ def scan_files(
 
     found: dict[str, Stamp] = {}
     real_root = root.resolve()
-    pending = [(on_disk(root, under) if under else root, under)]
+    rules = ignores or Ignores(root)
+    pending = [(on_disk(root, under) if under else root, under, rules.above(under))]
     while pending:
-        folder, rel_folder = pending.pop()
+        folder, rel_folder, chain = pending.pop()
         try:
             entries = list(os.scandir(folder))
         except OSError as exc:
             say("skipping folder %s: %s", rel_folder or ".", exc)
             continue
         names = frozenset(entry.name for entry in entries)
+        chain = rules.below(chain, rel_folder, names)
         for entry in entries:
             if entry.name.startswith(TEMP_PREFIX):
                 _remove_if_stale(entry)
@@ -303,8 +309,13 @@ def scan_files(
                 skip(rel, f"another file in its folder is named {name!r}")
                 continue
             try:
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append((Path(entry.path), rel))
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if chain and leaves_out(chain, rel, is_dir):
+                    if ignored is not None:
+                        ignored.append(rel)
+                    continue
+                if is_dir:
+                    pending.append((Path(entry.path), rel, chain))
                 elif entry.name.lower().endswith(".md"):
                     if entry.is_symlink() and not inside(real_root, Path(entry.path)):
                         skip(rel, "a symbolic link that leads outside the vault")

@@ -25,6 +25,7 @@ from lore_mcp.models import SyncReport
 from lore_mcp.vault_ops import apply, journal, sync
 from lore_mcp.vault_ops.core import AppState, open_index
 from lore_mcp.vault_ops.files import ignored, scan_files
+from lore_mcp.vault_ops.ignore import is_ignore_file
 from lore_mcp.vault_ops.paths import shown
 
 log = logging.getLogger(__name__)
@@ -105,8 +106,18 @@ def _no_cycle_collection() -> Iterator[None]:
 def apply_external_changes(vault: AppState, rel_paths: Iterable[str]) -> SyncReport:
     """Apply edits made outside the server to the given files or folders (as the file
     system names them, or as page paths: see `paths.shown`). Idempotent: files whose
-    size, time and content are unchanged cost a stat, at most a hash."""
-    scope = [shown(p.strip("/")) for p in rel_paths if p.strip("/") and not ignored(p)]
+    size, time and content are unchanged cost a stat, at most a hash. A change to an
+    ignore file (`.gitignore`, `.loreignore`) changes what is part of the vault: it
+    makes a pass over every file."""
+    paths = [p.strip("/") for p in rel_paths if p.strip("/")]
+    if any(is_ignore_file(p) and not ignored(p.rpartition("/")[0]) for p in paths):
+        vault.ignores.forget()
+        return resync(vault)
+    scope = [
+        shown(p)
+        for p in paths
+        if not ignored(p) and not vault.ignores.ignored(p, not p.lower().endswith(".md"))
+    ]
     with writing(vault, check_read_only=False):
         return sync.sync(vault, scope=scope)
 
@@ -125,7 +136,8 @@ def changed_on_disk(vault: AppState) -> list[str]:
     changed."""
     with reading(vault):
         known = vault.index.pages.stamps()
-    found = scan_files(vault.root, warn=False)
+    found = scan_files(vault.root, warn=False, ignores=vault.ignores)
+
     changed = [rel for rel in known if rel not in found]
     for rel, stamp in found.items():
         row = known.get(rel)

@@ -19,6 +19,7 @@ from lore_mcp.errors import (
     InvalidArgumentError,
     LeadsOutsideError,
     PageNotFoundError,
+    UnsafePathError,
     VaultError,
 )
 from lore_mcp.index import LinkRow
@@ -215,8 +216,14 @@ def encode(vault: AppState, content: str) -> bytes:
 
 
 def check_inside(vault: AppState, rel: str) -> None:
-    """A new file must land inside the vault, not through a folder symlink leading out."""
+    """A new file must land inside the vault, not through a folder symlink leading out,
+    and not where an ignore file leaves it out of the vault (it would be no page)."""
     files.page_entry(vault.root, rel)
+    if vault.ignores.ignored(rel):
+        raise UnsafePathError(
+            f"{rel!r} is left out of the vault by a .gitignore or .loreignore file, so a "
+            "page there would not be one; nothing was written. Choose another folder or name."
+        )
 
 
 @dataclass(frozen=True, slots=True)

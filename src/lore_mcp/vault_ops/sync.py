@@ -125,7 +125,7 @@ def _plan(vault: AppState, scope: list[str] | None) -> _Plan:
     """Compare the files (all, or those under `scope`) with the index."""
     if scope is None:
         others: set[str] = set()
-        files = scan_files(vault.root, others=others)
+        files = scan_files(vault.root, others=others, ignores=vault.ignores)
         vault.others = OtherFiles()
         for rel in others:
             vault.others.add(rel)
@@ -152,11 +152,12 @@ def _scan_scope(vault: AppState, scope: list[str]) -> tuple[dict[str, Stamp], di
         for gone in vault.others.under(rel):
             vault.others.discard(gone)
         path = real_path(vault.root, rel)
-        if path is None:
-            continue
+        if path is None or vault.ignores.ignored(rel, path.is_dir()):
+            continue  # a symlink out, or left out by an ignore file: nothing is there
         if path.is_dir():
             others: set[str] = set()
-            files.update(scan_files(vault.root, rel, others=others))
+            files.update(scan_files(vault.root, rel, others=others, ignores=vault.ignores))
+
             for other in others:
                 vault.others.add(other)
         elif rel.lower().endswith(".md"):
