@@ -286,6 +286,7 @@ def _put(
     if current != data:
         if current is not None:
             kept = history.keep(vault.root, target.rel, current, who.tool, who.door)
+        vault.undo.record(vault.root, {target.rel: current}, [kept])
         try:
             files.atomic_write(vault.root / target.rel, data)
         except VaultError:
@@ -293,6 +294,10 @@ def _put(
                 history.discard(vault.root, kept)
             raise
         applied = sync.sync_files(vault, [target.rel])
+    # Read before the audit record: damage this read finds puts the file back and runs
+    # the write again (see `heal`), which must not be recorded twice.
+    links = outgoing(vault, target.slug) if target.indexed else []
+    if current != data:
         audit.append(
             vault.root,
             audit.AuditRecord(
@@ -317,7 +322,7 @@ def _put(
         mode=who.mode or "replace",
         hash=files.content_hash(data),
         history_path=kept,
-        links=outgoing(vault, target.slug) if target.indexed else [],
+        links=links,
         placeholders_created=applied.created,
         placeholders_removed=applied.removed,
     )
@@ -339,6 +344,7 @@ def delete_page(
         current = read_bytes(vault, target.rel)
         check_expected(target.rel, current, expected_hash)
         kept = history.keep(vault.root, target.rel, current, "delete_page", door)
+        vault.undo.record(vault.root, {target.rel: current}, [kept])
         try:
             (vault.root / target.rel).unlink()
         except OSError as exc:
