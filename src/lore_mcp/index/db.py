@@ -122,8 +122,8 @@ class Index:
         )
 
     def _open(self) -> None:
-        if repair.cut_short(self.path):
-            self.rebuilt |= repair.replace_cut_short(self.path, create_schema)
+        if repair.not_wal(self.path):  # missing, emptied, cut short: made afresh
+            self.rebuilt |= repair.make_wal(self.path, create_schema)
         self._conn = self._connect()
         self.pages = PageTable(self._conn)
         self.links = LinkTable(self._conn)

@@ -12,12 +12,13 @@ where they are, so every process keeps talking to the same database:
 
 - a database SQLite can still open gets a fresh, empty schema through SQLite's backup
   API, under SQLite's own write lock: to the other connections it is one more commit;
-- a file that is not a database at all (no connection can read it, e.g. one cut short)
-  is rewritten in place: the write-ahead log truncated, the shared-memory index zeroed
-  (which makes SQLite rebuild it), and the file given the bytes of a fresh, empty index
-  in WAL mode. The processes that still have it open go on sharing it; an empty file
-  would be a database in another journal mode, which no process can switch to WAL while
-  they hold it open.
+- a file that is not a database in WAL mode (no connection can read it, it is cut
+  short or emptied, or it is in another journal mode) is rewritten in place: the
+  write-ahead log truncated, the shared-memory index zeroed (which makes SQLite rebuild
+  it), and the file given the bytes of a fresh, empty index in WAL mode. The processes
+  that still have it open go on sharing it; an empty file would be a database in
+  another journal mode, which no process can switch to WAL while they hold it open.
+  A new index is made the same way.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 LOCK_SUFFIX = ".lock"
 DEFAULT_PAGE_SIZE = 4096
 HEADER_BYTES = 100  # a database file begins with this many bytes of header
+WAL_VERSIONS = b"\x02\x02"  # its bytes 18 and 19 in WAL mode (the file format versions)
 Connect = Callable[[], sqlite3.Connection]
 Create = Callable[[sqlite3.Connection], None]
 
@@ -110,7 +112,7 @@ def replace_damaged(
             log.warning("index %s is damaged (%s); rebuilding it from the files", path, problem)
             try:
                 # In another journal mode the copy would wait for every other reader.
-                if not cut_short(path) and _in_wal_mode(conn):
+                if not not_wal(path) and _in_wal_mode(conn):
                     _overwrite(conn, create)
                     return True
             except sqlite3.DatabaseError as exc:
@@ -125,23 +127,29 @@ def _in_wal_mode(conn: sqlite3.Connection) -> bool:
     return str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
 
 
-def cut_short(path: Path) -> bool:
-    """Whether the index file is there but holds less than a database's header: emptied
-    or cut short. SQLite would take it for an empty database in another journal mode,
-    which cannot be switched to WAL while other processes still have it open."""
+def not_wal(path: Path) -> bool:
+    """Whether the index file is missing or, by its header, not a database in WAL mode,
+    as every index is from its first write on: emptied, cut short, overwritten, or
+    switched to another journal mode. SQLite would have to switch it to WAL, which it
+    cannot while other processes still have it open (it waits for them, for ever)."""
     try:
-        return path.stat().st_size < HEADER_BYTES
+        with path.open("rb") as handle:
+            header = handle.read(HEADER_BYTES)
     except FileNotFoundError:
-        return False
+        return True
+    return len(header) < HEADER_BYTES or header[18:20] != WAL_VERSIONS
 
 
-def replace_cut_short(path: Path, create: Create) -> bool:
-    """Give a file `cut_short` the bytes of a fresh index made by `create`, unless another
-    process has already done so; True if this call did."""
+def make_wal(path: Path, create: Create) -> bool:
+    """Give a file that is `not_wal` (or none yet) the bytes of a fresh index made by
+    `create`, unless another process has already done so; True if this call did. A new
+    index is made so too, whole, so that no process ever opens a file that another is
+    still turning into a database."""
     with exclusive(path.with_name(path.name + LOCK_SUFFIX)):
-        if not cut_short(path):
+        if not not_wal(path):
             return False
-        log.warning("index %s is cut short; rebuilding it from the files", path)
+        if path.exists():
+            log.warning("index %s is not a database in WAL mode; rebuilding it", path)
         _write_in_place(path, create)
         return True
 
@@ -169,14 +177,22 @@ def _write_in_place(path: Path, create: Create) -> None:
     keeping every file in place (see the module's description)."""
     with _fresh(create, _page_size(path)) as fresh:
         image = bytearray(fresh.serialize())
-    image[18:20] = b"\x02\x02"  # the file format versions of a database in WAL mode
+    image[18:20] = WAL_VERSIONS
     with suppress(FileNotFoundError):  # first: no frame of the old log may be replayed
         os.truncate(f"{path}-wal", 0)
     shm = Path(f"{path}-shm")
     with suppress(FileNotFoundError), shm.open("r+b") as handle:
         size = os.fstat(handle.fileno()).st_size  # zeroed, not truncated: it may be mapped
         handle.write(bytes(size))
-    with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+b") as handle:
+    if not path.exists():  # a new index appears whole
+        new = path.with_name(path.name + ".new")
+        with new.open("wb") as handle:
+            handle.write(image)
+            handle.flush()
+            os.fsync(handle.fileno())
+        new.replace(path)
+        return
+    with path.open("r+b") as handle:
         handle.write(image)
         handle.truncate()
         handle.flush()
