@@ -14,6 +14,7 @@ import os
 import random
 import shutil
 import sqlite3
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, closing
 from datetime import UTC, datetime, timedelta
@@ -21,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
-from helpers import assert_matches_fresh, ok
+from helpers import assert_matches_fresh, environment, ok
 from lore_mcp import audit
 from lore_mcp import vault_ops as ops
 from lore_mcp.cli import main
@@ -213,6 +214,35 @@ async def test_a_page_damaged_under_a_running_server_heals_both_servers(
         async with serving(damaged) as second:
             assert comparable(await writes_then_reads(second, damaged), since) == expected
         assert comparable(await reads(live), since) == expected[-len(before) :]
+    check_vault(damaged, untouched)
+
+
+def server_process(root: Path) -> StdioServerParameters:
+    """`lore-mcp --vault ROOT` as a client spawns it."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "lore_mcp", "--vault", str(root), "--log-level", "ERROR"],
+        env=environment(),
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("seed", SEEDS[3:5])
+async def test_a_page_damaged_under_a_running_server_process(brain_dir: Path, seed: int) -> None:
+    """As above, with both servers real processes: the second finds the damage and
+    heals the index; the first takes in the rebuilt index and answers alike."""
+    since = now()
+    untouched = indexed_copy(brain_dir, "untouched")
+    damaged = indexed_copy(brain_dir, "damaged")
+    async with serving(untouched) as client:
+        expected = comparable(await writes_then_reads(client, untouched), since)
+    async with Client(server_process(damaged)) as live:
+        await ok(live, "list_pages")  # indexed and serving
+        damage_page(damaged, seed)
+        async with Client(server_process(damaged)) as second:
+            assert comparable(await writes_then_reads(second, damaged), since) == expected
+        answers = await reads(live)
+        assert comparable(answers, since) == expected[-len(answers) :]
     check_vault(damaged, untouched)
 
 
