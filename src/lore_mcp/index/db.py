@@ -110,8 +110,10 @@ class Index:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
         self.close()  # its lock would keep the repair waiting
-        emptied = repair.replace_damaged(self.path, self._connect, create_schema, self._epoch)
-        self._open()
+        try:
+            emptied = repair.replace_damaged(self.path, self._connect, create_schema, self._epoch)
+        finally:  # connected again, even when the repair failed (the next call tries again)
+            self._open()
         self.rebuilt |= emptied
         self.heals += 1
         return emptied
