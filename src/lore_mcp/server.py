@@ -36,6 +36,7 @@ from lore_mcp.errors import (
     UnsafePathError,
     VaultBusyError,
 )
+from lore_mcp.index import is_damage
 from lore_mcp.tools import TOOLS, Served
 from lore_mcp.vault_ops import AppState
 
@@ -145,10 +146,18 @@ def _page_reader(vault: AppState) -> Callable[[str], str]:
 
 
 def instructions(vault: AppState) -> str:
-    """Which vault, how many pages (as far as the index already knows), and the tools."""
+    """Which vault, how many pages (as far as the index already knows), and the tools.
+    A damaged index leaves the count out: the first index pass rebuilds it, and start-up
+    must not wait for that or fail on it."""
+    try:
+        pages = 0 if vault.ready.is_set() else vault.index.pages.count()
+    except Exception as exc:
+        if not is_damage(exc):
+            raise
+        pages = 0
     if vault.ready.is_set():
         size = f"{len(vault.pages)} pages"
-    elif pages := vault.index.pages.count():
+    elif pages:
         size = f"{pages} pages at its last index; a refresh is running"
     else:
         size = "being indexed now; the first calls wait for it"

@@ -4,6 +4,7 @@ the files that every process serving the vault shares."""
 from lore_mcp.index.db import Index, Patience
 from lore_mcp.index.links import LinkRow
 from lore_mcp.index.pages import FileStamp, PageRow
+from lore_mcp.index.repair import is_damage
 from lore_mcp.index.search import SearchRow
 
 __all__ = [
@@ -13,4 +14,5 @@ __all__ = [
     "PageRow",
     "Patience",
     "SearchRow",
+    "is_damage",
 ]

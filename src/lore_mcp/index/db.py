@@ -3,7 +3,8 @@ change log other processes read to keep their in-memory graph in step.
 
 The index is a cache of the files. It carries a schema version (`PRAGMA user_version`);
 an outdated one is emptied and rebuilt from the files by the caller, and so is one
-SQLite finds damaged (see `repair`). Several processes share it: WAL, short write
+SQLite finds damaged (see `repair`): at open, or at any later call (`heal`, which the
+engine's `vault_ops.heal` calls). Several processes share it: WAL, short write
 transactions taken with `BEGIN IMMEDIATE`, and a wait for the write lock that ends in
 `VaultBusyError`, never in a rebuild. Opening takes no write lock when the schema is
 current, so a process starts at once while another one writes.
@@ -16,7 +17,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 
 from lore_mcp.config import BUSY_TIMEOUT_S, LARGE_PASS_CACHE_KIB
@@ -82,15 +83,40 @@ class Index:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.rebuilt = False
         self.busy_timeout = BUSY_TIMEOUT_S  # how long a write waits for the lock
+        self.heals = 0  # how often a call found this index damaged and it was replaced
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
-            if not repair.may_be_damage(exc):
+            if not repair.is_damage(exc):
                 raise
-            self.rebuilt = repair.replace_damaged(path, self._connect, create_schema)
+            self.rebuilt |= repair.replace_damaged(path, self._connect, create_schema)
+            try:
+                self._open()
+            except sqlite3.DatabaseError as again:  # damage that passes quick_check
+                if not repair.is_damage(again):
+                    raise
+                with closing(self._connect()) as conn:
+                    seen = repair.epoch(conn) or ""
+                self.rebuilt |= repair.replace_damaged(path, self._connect, create_schema, seen)
+                self._open()
+
+    def heal(self) -> bool:
+        """Replace the index after a call found it damaged: with a fresh, empty schema,
+        in place and one process at a time (see `repair`), unless another process has
+        already replaced it since this connection last looked (its epoch is new). Then
+        connect again. True if this call emptied it; either way the caller brings it up
+        to date with the files and loads what it holds afresh."""
+        with suppress(sqlite3.Error):  # a damaged file may refuse even this
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+        self.close()  # its lock would keep the repair waiting
+        try:
+            emptied = repair.replace_damaged(self.path, self._connect, create_schema, self._epoch)
+        finally:  # connected again, even when the repair failed (the next call tries again)
             self._open()
-        self._epoch = self._read_epoch()
-        self._last_seq = self.last_change()
+        self.rebuilt |= emptied
+        self.heals += 1
+        return emptied
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(
@@ -98,6 +124,8 @@ class Index:
         )
 
     def _open(self) -> None:
+        if repair.not_wal(self.path):  # missing, emptied, cut short: made afresh
+            self.rebuilt |= repair.make_wal(self.path, create_schema)
         self._conn = self._connect()
         self.pages = PageTable(self._conn)
         self.links = LinkTable(self._conn)
@@ -106,6 +134,9 @@ class Index:
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._ensure_schema()
+            # Read here, so that damage they run into counts as damage found at open.
+            self._epoch = self._read_epoch()
+            self._last_seq = self.last_change()
         except BaseException:
             self._conn.close()
             raise
@@ -127,9 +158,15 @@ class Index:
                 create_schema(self._conn)
                 self.rebuilt = True
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._rollback()
             raise
         self._conn.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        """End the open transaction, if SQLite has not ended it itself (it does after
+        some errors)."""
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
 
     def _schema_problem(self) -> str | None:
         """Why the tables cannot be used as they are; None when they can."""
@@ -211,7 +248,7 @@ class Index:
             # When everything before this transaction was seen, what it added is our own.
             seen = self.last_change() if self._last_seq >= start_seq else self._last_seq
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._rollback()
             raise
         self._conn.execute("COMMIT")
         self._last_seq = seen
@@ -237,6 +274,15 @@ class Index:
                     warned = True
         finally:
             self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+
+    def flush(self) -> None:
+        """Have the full-text index write now what it keeps until the commit (a
+        savepoint makes FTS5 do so): damage in it is then found while the write that
+        changed the files can still put them back (see `vault_ops.heal`), not at the
+        commit, after the write was recorded as done."""
+        if self._conn.in_transaction:
+            self._conn.execute("SAVEPOINT flush")
+            self._conn.execute("RELEASE flush")
 
     @property
     def in_transaction(self) -> bool:

@@ -1,8 +1,11 @@
 """The engine: every operation on a vault. The MCP server, the `lore` command line, the
-watcher and the tests all come through here, so the doors cannot drift apart."""
+watcher and the tests all come through here, so the doors cannot drift apart, and each
+of these operations heals a damaged index the same way (see `heal`)."""
 
+from lore_mcp.vault_ops import doctor as _doctor
+from lore_mcp.vault_ops import pages, queries, rename, versions
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.doctor import doctor
+from lore_mcp.vault_ops.heal import heals
 from lore_mcp.vault_ops.open import (
     apply_external_changes,
     changed_on_disk,
@@ -10,17 +13,25 @@ from lore_mcp.vault_ops.open import (
     open_vault,
     resync,
 )
-from lore_mcp.vault_ops.pages import delete_page, read_page, read_source, save_page
-from lore_mcp.vault_ops.queries import get_backlinks, get_graph, list_pages, search, search_titles
-from lore_mcp.vault_ops.rename import rename_page
-from lore_mcp.vault_ops.versions import (
-    page_history,
-    read_page_or_version,
-    read_version,
-    restore_page,
-    save_or_restore,
-    version_source,
-)
+
+# Every operation a door calls heals an index SQLite finds damaged, and runs again.
+doctor = heals(_doctor.doctor)
+delete_page = heals(pages.delete_page)
+read_page = heals(pages.read_page)
+read_source = heals(pages.read_source)
+save_page = heals(pages.save_page)
+get_backlinks = heals(queries.get_backlinks)
+get_graph = heals(queries.get_graph)
+list_pages = heals(queries.list_pages)
+search = heals(queries.search)
+search_titles = heals(queries.search_titles)
+rename_page = heals(rename.rename_page)
+page_history = heals(versions.page_history)
+read_page_or_version = heals(versions.read_page_or_version)
+read_version = heals(versions.read_version)
+restore_page = heals(versions.restore_page)
+save_or_restore = heals(versions.save_or_restore)
+version_source = heals(versions.version_source)
 
 __all__ = [
     "AppState",

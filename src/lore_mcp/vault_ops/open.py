@@ -8,6 +8,9 @@ that cannot get it in time fails with `VaultBusyError`, having changed nothing.
 Edits made outside reach the index through `apply_external_changes` (the files a
 watcher saw change), `resync` (a pass over every file, when events were lost) and
 `changed_on_disk` (what differs, found by stat alone, for a periodic check).
+
+An index SQLite reports damaged is rebuilt from the files and the operation run again
+(see `heal`); a write puts back the files it changed first.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from pathlib import Path
 
 from lore_mcp.config import MAX_FILE_BYTES
 from lore_mcp.errors import FileVanishedError, VaultError
-from lore_mcp.index import Patience
+from lore_mcp.index import Patience, is_damage
 from lore_mcp.models import SyncReport
-from lore_mcp.vault_ops import apply, journal, sync
+from lore_mcp.vault_ops import apply, heal, journal, sync
 from lore_mcp.vault_ops.core import AppState, open_index
 from lore_mcp.vault_ops.files import ignored, scan_files
 from lore_mcp.vault_ops.ignore import is_ignore_file
@@ -65,12 +68,10 @@ def index_vault(
     """Bring the index up to date with the files (only changed files are parsed), then
     let operations run. While another process writes the index, the pass waits as long
     as `patience` says (by default the index's busy timeout; a server waits until it
-    stops), then fails with `VaultBusyError`."""
+    stops), then fails with `VaultBusyError`. An index found damaged on the way is
+    emptied and the pass made again (see `heal`)."""
     try:
-        with vault.lock, vault.index.write(patience), _no_cycle_collection():
-            apply.load(vault)
-            journal.recover(vault.root)  # the pass below takes in what it finishes
-            report = sync.sync(vault, progress=progress)
+        report = heal.run(vault, lambda: _index_pass(vault, progress, patience), refill=False)
     finally:
         vault.ready.set()
     log.info(
@@ -85,6 +86,15 @@ def index_vault(
         report.seconds,
     )
     return report
+
+
+def _index_pass(
+    vault: AppState, progress: sync.Progress | None, patience: Patience | None
+) -> SyncReport:
+    with vault.lock, vault.index.write(patience), _no_cycle_collection():
+        apply.load(vault)
+        journal.recover(vault.root)  # the pass below takes in what it finishes
+        return sync.sync(vault, progress=progress)
 
 
 @contextmanager
@@ -103,6 +113,7 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
+@heal.heals
 def apply_external_changes(vault: AppState, rel_paths: Iterable[str]) -> SyncReport:
     """Apply edits made outside the server to the given files or folders (as the file
     system names them, or as page paths: see `paths.shown`). Idempotent: files whose
@@ -122,6 +133,7 @@ def apply_external_changes(vault: AppState, rel_paths: Iterable[str]) -> SyncRep
         return sync.sync(vault, scope=scope)
 
 
+@heal.heals
 def resync(vault: AppState) -> SyncReport:
     """The pass a start-up makes, over every file (a stat for those unchanged): for
     when file events were lost, or too many came to be worth sorting."""
@@ -129,6 +141,7 @@ def resync(vault: AppState) -> SyncReport:
         return sync.sync(vault)
 
 
+@heal.heals
 def changed_on_disk(vault: AppState) -> list[str]:
     """The page files whose size or modification time is not what the index holds,
     the new ones and the indexed ones that are gone: found by stat alone, with no write
@@ -166,11 +179,16 @@ def reading(vault: AppState) -> Iterator[None]:
 @contextmanager
 def writing(vault: AppState, check_read_only: bool = True) -> Iterator[None]:
     """Around a write: as `reading`, inside one write transaction of the index. On a
-    failure the transaction rolls back, and the graph is loaded again if it changed."""
+    failure the transaction rolls back, and the graph is loaded again if it changed.
+    When the failure is the index turning out damaged, the page files the write changed
+    (noted in `vault.undo`) are put back as they were, so that it can run again whole."""
     if check_read_only and vault.read_only:
         raise VaultError("The vault is open read-only; it cannot be changed.")
     vault.ready.wait()
     with vault.lock:
+        outermost = not vault.index.in_transaction
+        if outermost:
+            vault.undo.clear()
         generation = vault.generation
         try:
             with vault.index.write():
@@ -183,4 +201,9 @@ def writing(vault: AppState, check_read_only: bool = True) -> Iterator[None]:
                 vault.stale = True
             if isinstance(exc, FileVanishedError):
                 sync.forget(vault, exc.rel_path)
+            if outermost and is_damage(exc):
+                heal.put_back(vault)
             raise
+        finally:
+            if outermost:
+                vault.undo.clear()

@@ -321,6 +321,7 @@ def _put(
     if current != data:
         if current is not None:
             kept = history.keep(vault.root, target.rel, current, who.tool, who.door)
+        vault.undo.record(vault.root, {target.rel: current}, [kept])
         try:
             files.atomic_write(files.page_entry(vault.root, target.rel), data)
         except VaultError:
@@ -328,6 +329,10 @@ def _put(
                 history.discard(vault.root, kept)
             raise
         applied = sync.sync_files(vault, [target.rel])
+    # Read before the audit record: damage this read finds puts the file back and runs
+    # the write again (see `heal`), which must not be recorded twice.
+    links = outgoing(vault, target.rel)
+    if current != data:
         audit.append(
             vault.root,
             audit.AuditRecord(
@@ -352,7 +357,7 @@ def _put(
         mode=who.mode or "replace",
         hash=files.content_hash(data),
         history_path=kept,
-        links=outgoing(vault, target.rel),
+        links=links,
         placeholders_created=vault.handles(applied.created),
         placeholders_removed=vault.handles(applied.removed),
     )
@@ -375,6 +380,7 @@ def delete_page(
         check_expected(target.rel, current, expected_hash)
         entry = files.page_entry(vault.root, target.rel)
         kept = history.keep(vault.root, target.rel, current, "delete_page", door)
+        vault.undo.record(vault.root, {target.rel: current}, [kept])
         try:
             entry.unlink()
         except OSError as exc:

@@ -77,6 +77,7 @@ def rename_page(
             moves.writes[new_rel if was == old_rel else was] = rewrite.after
         before = {old_rel: current} | {rel: rewrite.before for rel, rewrite in texts.items()}
         kept = [history.keep(vault.root, was, before[was], "rename_page", door) for was in texts]
+        vault.undo.record(vault.root, {new_rel: None, **before}, kept)
         try:
             journal.run(vault.root, moves)
         except VaultError:

@@ -51,8 +51,11 @@ def sync(
 
 def sync_files(vault: AppState, paths: Iterable[str]) -> Applied:
     """Take in the files (or folders) a write just changed; the placeholders that made
-    and removed."""
-    return _sync(vault, paths, None).applied
+    and removed. Everything is written to the index before this returns, so that the
+    write finds any damage before it records itself as done."""
+    applied = _sync(vault, paths, None).applied
+    vault.index.flush()
+    return applied
 
 
 @dataclass(slots=True)
