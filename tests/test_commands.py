@@ -15,7 +15,7 @@ from rich.console import Console
 
 from conftest import write
 from lore_mcp import commands
-from lore_mcp.cli import main
+from lore_mcp.cli import main, mcp_main
 
 Run = tuple[int, str, str]
 # `lore` as a child process: the installed script's entry point.
@@ -89,7 +89,7 @@ def test_missing_vault_folder_is_a_usage_error(
 ) -> None:
     code, out, err = run(capsys, "--vault", str(tmp_path / "nope"), "list")
     assert (code, out) == (2, "")
-    assert err.startswith("lore: error: ") and "is not a folder" in err
+    assert err.startswith("lore: error: ") and "does not exist; `lore init" in err
     (tmp_path / "file.md").write_text("x", encoding="utf-8")
     code, _, err = run(capsys, "--vault", str(tmp_path / "file.md"), "list")
     assert code == 2 and "is not a folder" in err
@@ -507,3 +507,44 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(brain_dir: Path) -> No
         err = proc.stderr.read()
         code = proc.wait(60)
     assert (code, err) == (141, b"")
+
+
+# -- starting a vault, and mistakes in the arguments ----------------------------------------
+
+
+def test_init_makes_a_vault_and_says_how_to_serve_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "notes" / "work"
+    code, _, err = run(capsys, "--vault", str(missing), "list")
+    assert code == 2 and f"`lore init {missing}` makes it" in err
+    code, out, err = run(capsys, "init", str(missing))
+    assert code == 0 and missing.is_dir() and (missing / ".lore" / "cache" / "lore.db").is_file()
+    assert "pages  0" in out and f"lore-mcp --vault {missing}" in err
+    write(missing, "First.md", "hello\n")
+    code, out, _ = run(capsys, "init", str(missing))  # an existing vault: indexed again
+    assert code == 0 and "pages  1" in out
+    assert (missing / "First.md").read_text() == "hello\n"
+
+
+def test_a_misspelt_option_or_command_gets_a_suggestion(
+    capsys: pytest.CaptureFixture[str], brain_dir: Path
+) -> None:
+    code, _, err = run(capsys, "lsit", "--vault", str(brain_dir))
+    assert code == 2 and "(did you mean list?)" in err
+    code, _, err = run(capsys, "--vault", str(brain_dir), "list", "--limt", "3")
+    assert code == 2 and "(did you mean --limit?)" in err
+    with pytest.raises(SystemExit) as served:
+        mcp_main(["--vualt", str(brain_dir)])
+    _, err = capsys.readouterr()
+    assert served.value.code == 2
+    assert err.startswith("usage: lore-mcp") and "(did you mean --vault?)" in err
+
+
+def test_a_vault_given_twice_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], brain_dir: Path, tmp_path: Path
+) -> None:
+    code, _, err = run(capsys, "--vault", str(brain_dir), "list", "--vault", str(tmp_path))
+    assert code == 2 and "--vault was given twice" in err
+    code, out, _ = run(capsys, "--vault", str(brain_dir), "list", "--vault", str(brain_dir))
+    assert code == 0 and "of 18" in out  # the same folder twice is no mistake

@@ -73,7 +73,7 @@ def test_no_vault_is_a_usage_error() -> None:
 
 def test_missing_vault_folder(tmp_path: Path) -> None:
     done = run_cli("--vault", str(tmp_path / "nowhere"))
-    assert done.returncode == 2 and "not a folder" in done.stderr
+    assert done.returncode == 2 and "does not exist; `lore init" in done.stderr
 
 
 def test_bad_log_level(brain_dir: Path) -> None:

@@ -7,13 +7,14 @@ One parser serves both. `serve` runs here; every other command runs in `commands
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
 import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from lore_mcp import __version__, commands, display_doctor
 from lore_mcp import vault_ops as engine
@@ -88,10 +89,41 @@ def _duration(text: str) -> float:
     return float(match[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[match[2]]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a suggestion for a misspelt option (`--vualt`: did you mean
+    `--vault`?), and, for `lore-mcp`, the server's usage line on errors (`speaks_for`)."""
+
+    speaks_for: argparse.ArgumentParser | None = None
+    usages: list[str] = []  # noqa: RUF012  # the commands' usage lines: the options known
+
+    def error(self, message: str) -> NoReturn:
+        shown = self.speaks_for or self
+        message += _suggestion(message, [shown.format_usage(), *self.usages])
+        shown.print_usage(sys.stderr)
+        shown.exit(EXIT_USAGE, f"{shown.prog}: error: {message}\n")
+
+
+def _suggestion(message: str, usages: list[str]) -> str:
+    """ " (did you mean X?)" for a misspelt option or command in an argparse error; the
+    options known are those the usage lines show."""
+    if "unrecognized arguments" in message:
+        words = re.findall(r"(?<![\w-])(--?[\w-]+)", message.partition(":")[2])
+        known = sorted({o for usage in usages for o in re.findall(r"(?<![\w-])(--[\w-]+)", usage)})
+    elif choice := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message):
+        words, known = [choice[1]], re.findall(r"'([^']*)'", choice[2])
+    else:
+        return ""
+    for word in words:
+        close = difflib.get_close_matches(word.split("=")[0], known, n=1, cutoff=0.6)
+        if close:
+            return f" (did you mean {close[0]}?)"
+    return ""
+
+
 def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     """`lore` and its commands. `serve_prog` names the server's usage line (`lore-mcp`
     when it is started by that name)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lore",
         description="A wiki vault of Markdown pages joined by [[wiki links]], from the shell.",
         epilog=EPILOG,
@@ -99,9 +131,11 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"lore {__version__}")
     _common_options(parser, suppress=False)
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     _common_options(common, suppress=True)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
 
     def command(
         name: str, summary: str, description: str | None = None, prog: str | None = None
@@ -135,23 +169,7 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     p = command("backlinks", "the lines in other pages that link to a page")
     p.add_argument("name")
     p.add_argument("--unlinked", action="store_true", help="also plain-text mentions")
-    p = command("list", "pages by slug or by modification time, a page of them at a time")
-    p.add_argument("folder", nargs="?", default="", help="only pages under this folder")
-    p.add_argument(
-        "--sort",
-        choices=("slug", "modified"),
-        default="slug",
-        help="slug (default), or modified: the latest modified first",
-    )
-    p.add_argument("--placeholders", action="store_true", help="include placeholders")
-    p.add_argument("--offset", type=_number(0, 2**31), default=0, help="skip N pages")
-    p.add_argument("--limit", type=limit, default=100, help="at most N pages (default 100)")
-    p = command("graph", "a page's neighbourhood, or without a name the vault's shape")
-    p.add_argument("name", nargs="?")
-    p.add_argument("--depth", type=_number(1, 3), default=1, help="hops, 1 to 3 (default 1)")
-    p.add_argument(
-        "--offset", type=_number(0, 2**31), default=0, help="skip N rows of each list (the shape)"
-    )
+    _listing_commands(command, limit)
     _page_writes(command)
     p = command("rename", "rename or move a page and rewrite the links to it")
     p.add_argument("name")
@@ -181,7 +199,44 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     )
     _serving_options(p)
     p.add_argument("--version", action="version", version=f"lore-mcp {__version__}")
+    if serve_prog == "lore-mcp":  # its errors speak of lore-mcp, not of lore
+        parser.speaks_for = p
+    _init_command(command)
+    parser.usages = [sub_parser.format_usage() for sub_parser in sub.choices.values()]
     return parser
+
+
+def _listing_commands(
+    command: Callable[[str, str], argparse.ArgumentParser], limit: Callable[[str], int]
+) -> None:
+    """The commands that list pages and the link graph."""
+    p = command("list", "pages by slug or by modification time, a page of them at a time")
+    p.add_argument("folder", nargs="?", default="", help="only pages under this folder")
+    p.add_argument(
+        "--sort",
+        choices=("slug", "modified"),
+        default="slug",
+        help="slug (default), or modified: the latest modified first",
+    )
+    p.add_argument("--placeholders", action="store_true", help="include placeholders")
+    p.add_argument("--offset", type=_number(0, 2**31), default=0, help="skip N pages")
+    p.add_argument("--limit", type=limit, default=100, help="at most N pages (default 100)")
+    p = command("graph", "a page's neighbourhood, or without a name the vault's shape")
+    p.add_argument("name", nargs="?")
+    p.add_argument("--depth", type=_number(1, 3), default=1, help="hops, 1 to 3 (default 1)")
+    p.add_argument(
+        "--offset", type=_number(0, 2**31), default=0, help="skip N rows of each list (the shape)"
+    )
+
+
+def _init_command(command: Callable[[str, str, str], argparse.ArgumentParser]) -> None:
+    p = command(
+        "init",
+        "make a folder a vault: create it if it is missing and build its index",
+        "Make a folder a vault: create it (and its parents) if missing, build its index, and "
+        "print how to serve it to an MCP client.",
+    )
+    p.add_argument("vault_arg", nargs="?", metavar="VAULT", help="the folder (or --vault)")
 
 
 def _history_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
@@ -284,6 +339,17 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _vault_given_once(argv: Sequence[str]) -> None:
+    """Refuse two different `--vault` values (argparse would silently take the last)."""
+    given = [
+        argv[i + 1] if arg == "--vault" and i + 1 < len(argv) else arg.partition("=")[2]
+        for i, arg in enumerate(argv)
+        if arg == "--vault" or arg.startswith("--vault=")
+    ]
+    if len({str(Path(value)) for value in given}) > 1:
+        raise UsageError(f"--vault was given twice ({given[0]!r} and {given[-1]!r}); give one")
+
+
 def _vault_path(args: argparse.Namespace) -> Path:
     positional = getattr(args, "vault_arg", None)
     if positional and args.vault and Path(positional) != Path(args.vault):
@@ -291,8 +357,12 @@ def _vault_path(args: argparse.Namespace) -> Path:
     raw = positional or args.vault or os.environ.get(VAULT_ENV, "").strip()
     if not raw:
         raise UsageError(f"no vault given: pass --vault PATH or set {VAULT_ENV}")
-    if not Path(raw).expanduser().is_dir():
-        raise UsageError(f"the vault {raw!r} is not a folder")
+    if not Path(raw).expanduser().is_dir() and args.command != "init":
+        missing = not Path(raw).expanduser().exists()
+        raise UsageError(
+            f"the vault {raw!r} "
+            + (f"does not exist; `lore init {raw}` makes it" if missing else "is not a folder")
+        )
     return Path(raw)
 
 
@@ -303,6 +373,7 @@ def main(argv: Sequence[str] | None = None, *, serve_prog: str = "lore serve") -
     """Run one `lore` command; returns the exit status."""
     name = serve_prog.split(maxsplit=1)[0]
     try:
+        _vault_given_once(sys.argv[1:] if argv is None else argv)
         args = build_parser(serve_prog).parse_args(argv)
         if args.command == "serve":
             return _serve(args)

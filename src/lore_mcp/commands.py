@@ -31,7 +31,7 @@ from rich.progress import (
 
 from lore_mcp import __version__, audit, display, display_doctor
 from lore_mcp import vault_ops as engine
-from lore_mcp.errors import InvalidArgumentError, UsageError
+from lore_mcp.errors import InvalidArgumentError, UsageError, VaultError
 from lore_mcp.models import DoctorReport, PageView
 
 WRITES = frozenset({"save", "append", "prepend", "edit", "rename", "delete", "restore"})
@@ -50,13 +50,37 @@ def run(args: argparse.Namespace, vault: Path) -> bool:
     return True
 
 
+def _init(vault: Path) -> BaseModel:
+    """`lore init`: the folder made a vault (created if missing) and indexed; how to
+    serve it is said on stderr."""
+    try:
+        vault.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise VaultError(f"Cannot create the vault folder {str(vault)!r}: {exc.strerror}.") from exc
+    opened = engine.open_vault(vault, scan=False, readers=readers())
+    try:
+        report = engine.index_vault(opened)
+    finally:
+        opened.close()
+    root = str(vault.resolve())
+    print(
+        f"lore: {root} is a vault. Serve it to an MCP client with `lore-mcp --vault {root}`;"
+        f' for Claude Code: claude mcp add lore -- lore-mcp --vault "{root}"',
+        file=sys.stderr,
+    )
+    return report
+
+
 def _result(args: argparse.Namespace, vault: Path) -> BaseModel | _Source:
     content = _stdin_text(args.command) if args.command in STDIN_WRITES else None
     if args.command == "log":
         since = None if args.since is None else _since(args.since)
         return audit.read_log(vault.expanduser(), since, args.slug, args.limit)
+    if args.command == "init":
+        return _init(vault.expanduser())
     if args.command == "index":
         opened = engine.open_vault(vault, scan=False, readers=readers())
+
         try:
             with _progress(always=True) as progress:
                 return engine.index_vault(opened, progress)
