@@ -8,10 +8,38 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
-class Budgeted(BaseModel):
+def _lean(schema: dict[str, Any]) -> None:
+    """Keep a result's JSON schema to what a client validates with: types and
+    structure, without titles and descriptions. Every session pays for the tools' output
+    schemas in its context; the fields are explained in the tools' descriptions and the
+    text the model reads."""
+    schema.pop("title", None)
+    schema.pop("description", None)
+    for field in schema.get("properties", {}).values():
+        for noise in ("title", "description", "default"):  # a default validates nothing
+            field.pop(noise, None)
+        either = field.get("anyOf")
+        if (  # `X or null` as one type list, as JSON Schema allows: the same check, shorter
+            isinstance(either, list)
+            and len(either) == 2
+            and {"type": "null"} in either
+            and all(set(t) == {"type"} for t in either)
+        ):
+            del field["anyOf"]
+            field["type"] = [t["type"] for t in either if t != {"type": "null"}] + ["null"]
+
+
+
+class Lean(BaseModel):
+    """A result model whose JSON schema is lean (see `_lean`)."""
+
+    model_config = ConfigDict(json_schema_extra=_lean)
+
+
+class Budgeted(Lean):
     """A tool result that may be shrunk to fit the server's result size limit."""
 
     truncated: bool = Field(
@@ -33,14 +61,14 @@ class Paged(Budgeted):
     )
 
 
-class PageRef(BaseModel):
+class PageRef(Lean):
     """A page or placeholder by slug (its name for tools) and title."""
 
     slug: str
     title: str
 
 
-class OutgoingLink(BaseModel):
+class OutgoingLink(Lean):
     """One `[[link]]` in a page."""
 
     target: str = Field(description="The target as written in the page")
@@ -57,7 +85,7 @@ class OutgoingLink(BaseModel):
     note: str | None = Field(default=None, description="The link to write instead, and why")
 
 
-class PageVersion(BaseModel):
+class PageVersion(Lean):
     """A kept version of a page file."""
 
     number: int = Field(description="1 is the newest")
@@ -188,7 +216,7 @@ class DeleteResult(Budgeted):
     placeholders_removed: list[str]
 
 
-class RetargetedLink(BaseModel):
+class RetargetedLink(Lean):
     """A link whose target changed with a rename without being rewritten: it led to
     nothing (a placeholder) and now leads to the renamed page."""
 
@@ -216,14 +244,14 @@ class RenameResult(Budgeted):
     retargeted_count: int = Field(default=0, description="Such links, in all")
 
 
-class PageHistory(BaseModel):
+class PageHistory(Lean):
     """The kept versions of a page file, newest first."""
 
     path: str
     versions: list[PageVersion]
 
 
-class PageSummary(BaseModel):
+class PageSummary(Lean):
     """One row of a listing."""
 
     slug: str
@@ -247,7 +275,7 @@ class PageList(Paged):
     total: int = Field(description="How many pages match in all")
 
 
-class SearchHit(BaseModel):
+class SearchHit(Lean):
     """A full-text match."""
 
     slug: str
@@ -270,7 +298,7 @@ class SearchResults(Paged):
     total: int = Field(default=0, description="Hits found (at most limit)")
 
 
-class TitleMatch(BaseModel):
+class TitleMatch(Lean):
     """A title or slug match."""
 
     slug: str
@@ -287,7 +315,7 @@ class TitleMatches(Paged):
     total: int = Field(default=0, description="Matches, in all")
 
 
-class Backlink(BaseModel):
+class Backlink(Lean):
     """A line in another page that links here, or mentions this page's title."""
 
     slug: str
@@ -316,19 +344,19 @@ class Backlinks(Paged):
     )
 
 
-class GraphNode(BaseModel):
+class GraphNode(Lean):
     slug: str
     title: str
     is_placeholder: bool
     depth: int = Field(description="Hops from the centre page")
 
 
-class GraphEdge(BaseModel):
+class GraphEdge(Lean):
     source: str
     target: str
 
 
-class Neighbourhood(BaseModel):
+class Neighbourhood(Lean):
     """The pages within `depth` links of a page, in either direction, nearest first."""
 
     center: str
@@ -339,13 +367,13 @@ class Neighbourhood(BaseModel):
     edge_count: int = Field(default=0, description="Links, in all")
 
 
-class LinkedCount(BaseModel):
+class LinkedCount(Lean):
     slug: str
     title: str
     count: int
 
 
-class VaultShape(BaseModel):
+class VaultShape(Lean):
     """The vault at a glance."""
 
     pages: int
@@ -371,7 +399,7 @@ class GraphResult(Paged):
     shape: VaultShape | None = None
 
 
-class SyncReport(BaseModel):
+class SyncReport(Lean):
     """What an index pass found and did."""
 
     pages: int
@@ -385,7 +413,7 @@ class SyncReport(BaseModel):
     seconds: float
 
 
-class LinkSite(BaseModel):
+class LinkSite(Lean):
     """Where a link is written."""
 
     source: str = Field(description="Slug of the page holding the link")
@@ -394,7 +422,7 @@ class LinkSite(BaseModel):
     target: str = Field(description="The target as written")
 
 
-class Unresolved(BaseModel):
+class Unresolved(Lean):
     """A placeholder and the links that lead to it."""
 
     slug: str
@@ -417,17 +445,17 @@ class LooseLink(LinkSite):
     write: str = Field(description="The link to write, which Obsidian follows")
 
 
-class PageFile(BaseModel):
+class PageFile(Lean):
     slug: str
     path: str
 
 
-class UnindexedFile(BaseModel):
+class UnindexedFile(Lean):
     path: str
     reason: str
 
 
-class DoctorReport(BaseModel):
+class DoctorReport(Lean):
     """The vault's health: errors first, then warnings."""
 
     vault: str

@@ -9,6 +9,7 @@ owns it from then on: its lifespan indexes the vault in a background thread (so
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
 import signal
@@ -116,7 +117,8 @@ def build_server(
     )
     for fn, hints in TOOLS:
         if hints.read_only_hint or not vault.read_only:
-            server.add_tool(fn, title=hints.title, annotations=hints)
+            description = inspect.cleandoc(fn.__doc__ or "")  # no docstring indentation
+            server.add_tool(fn, title=hints.title, description=description, annotations=hints)
     server.resource(
         PAGE_TEMPLATE,
         name="page",
