@@ -34,14 +34,16 @@ async def test_tools_list_is_lean_and_still_validates(brain_dir: Path) -> None:
             arguments = tool.input_schema["properties"].values()
             assert all("description" in argument for argument in arguments)  # kept: needed
         schemas = {t.name: t.output_schema for t in tools}
-        for name, arguments in [
+        calls: list[tuple[str, dict[str, object]]] = [
             ("read_page", {"slug": "Index"}),
             ("read_page", {"slug": "roadmap"}),  # a placeholder: null path and hash
             ("get_graph", {}),
             ("get_graph", {"slug": "Index", "depth": 2}),
             ("search", {"query": "links"}),
             ("save_page", {"slug": "Scratch", "content": "[[my_index]]\n"}),
-        ]:
-            result = await client.call_tool(name, arguments)
+        ]
+        for name, call in calls:
+            result = await client.call_tool(name, call)
+
             assert result.is_error is False
             jsonschema.validate(result.structured_content, schemas[name])
