@@ -22,6 +22,7 @@ from lore_mcp import links, vault_ops
 from lore_mcp.cli import main as lore
 from lore_mcp.errors import LoreError
 from lore_mcp.server import build_server
+from lore_mcp.slugs import path_key
 from test_obsidian import obsidian_resolve
 
 pytestmark = pytest.mark.anyio
@@ -306,9 +307,16 @@ def test_a_rename_and_its_inverse_leave_every_other_file_as_it_was(
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vault"
         root.mkdir()
+        made = _near_vault(root, seed, 25)
+        # A new name that only case or Unicode form tells from another page's path is
+        # refused (Obsidian would take them for one), so twins cannot be renamed back.
+        keys = [path_key(p) for p in made]
         made = [
-            p for p in _near_vault(root, seed, 25) if not set(p) & set("!:#") and "-.md" not in p
+            p
+            for p, key in zip(made, keys, strict=True)
+            if not set(p) & set("!:#") and "-.md" not in p and keys.count(key) == 1
         ]
+
         if not made:
             return
         rel = data.draw(st.sampled_from(made))

@@ -32,7 +32,6 @@ def _lean(schema: dict[str, Any]) -> None:
             field["type"] = [t["type"] for t in either if t != {"type": "null"}] + ["null"]
 
 
-
 class Lean(BaseModel):
     """A result model whose JSON schema is lean (see `_lean`)."""
 

@@ -23,7 +23,17 @@ import anyio
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import CallToolResult, InputRequiredResult
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    Completion,
+    CompletionArgument,
+    GetPromptResult,
+    InputRequiredResult,
+    PromptReference,
+    ResourceTemplateReference,
+)
 from pydantic import ValidationError
 
 from lore_mcp import __version__
@@ -81,6 +91,19 @@ class LoreServer(MCPServer[Served]):
                 raise ToolError(_plainly(name, exc.__cause__)) from exc.__cause__
             raise
 
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[Served, Any] | None = None,
+    ) -> GetPromptResult | InputRequiredResult:
+        """An unknown prompt is invalid params (-32602), as the spec says, not code 0."""
+        if name not in {prompt.name for prompt in await self.list_prompts()}:
+            raise MCPError(
+                INVALID_PARAMS, f"Unknown prompt: {name!r}; prompts/list says which there are"
+            )
+        return await super().get_prompt(name, arguments, context)
+
 
 def _plainly(tool: str, error: ValidationError) -> str:
     """What was wrong with the arguments, and what to send instead."""
@@ -127,7 +150,41 @@ def build_server(
         "(lore://page/concepts/slugs); a title or a bare name works too.",
         mime_type="text/markdown",
     )(_page_reader(vault))
+    server.completion()(_completer(vault))  # type: ignore[no-untyped-call]  # the SDK types it not
     return server
+
+
+MAX_COMPLETIONS = 100  # what completion/complete may answer at once
+
+
+def _completer(vault: AppState) -> Callable[..., Any]:
+    """`completion/complete` for the page template's `slug`: the pages whose name
+    starts with, or holds, what was typed (as search_titles finds them), or the first
+    pages when nothing was typed yet."""
+
+    async def complete(
+        ref: PromptReference | ResourceTemplateReference, argument: CompletionArgument, _: Any
+    ) -> Completion | None:
+        if not isinstance(ref, ResourceTemplateReference) or ref.uri != PAGE_TEMPLATE:
+            return None
+        if argument.name != "slug":
+            return None
+        typed = argument.value.strip()
+
+        def names() -> tuple[list[str], int]:
+            if not typed:
+                listed = engine.list_pages(vault, limit=MAX_COMPLETIONS)
+                return [page.slug for page in listed.pages], listed.total
+            found = engine.search_titles(vault, typed, limit=MAX_COMPLETIONS)
+            return [m.slug for m in found.matches if not m.is_placeholder], found.total
+
+        try:
+            values, total = await anyio.to_thread.run_sync(names)
+        except LoreError:
+            return Completion(values=[])
+        return Completion(values=values, total=total, has_more=total > len(values))
+
+    return complete
 
 
 def _page_reader(vault: AppState) -> Callable[[str], str]:
@@ -205,6 +262,7 @@ def _prepare(vault: AppState, watch: bool, stop: threading.Event) -> None:
         return
 
     def check_stop(done: int, total: int) -> None:
+        vault.indexed = (done, total)  # what a call waiting for the pass reports
         if stop.is_set():
             raise _Stopped
 

@@ -41,6 +41,8 @@ from lore_mcp.vault_ops import AppState
 
 log = logging.getLogger(__name__)
 
+PROGRESS_EVERY_S = 0.5  # how often a call waiting for the first index pass says how far
+
 T = TypeVar("T")
 R = TypeVar("R", bound=Budgeted)
 
@@ -167,6 +169,7 @@ async def _call(ctx: Ctx, operation: Callable[[AppState], T]) -> T:
     A cancelled call lets go of the thread at once (the operation still finishes,
     under the vault's lock)."""
     vault = ctx.request_context.lifespan_context.vault
+    await _wait_for_index(ctx, vault)
     try:
         return await anyio.to_thread.run_sync(operation, vault, abandon_on_cancel=True)
     except LoreError as exc:
@@ -174,6 +177,19 @@ async def _call(ctx: Ctx, operation: Callable[[AppState], T]) -> T:
     except Exception as exc:
         log.exception("unexpected failure in a vault operation")
         raise ToolError(INTERNAL_ERROR) from exc
+
+
+async def _wait_for_index(ctx: Ctx, vault: AppState) -> None:
+    """While the first index pass runs, wait for it, telling a client that sent a
+    progress token how far it is (files read, of how many), so the wait is not silent."""
+    told = -1
+    while not vault.ready.is_set():
+        done, total = vault.indexed
+        if done > told:
+            told = done
+            said = f"{done:,} of {total:,} files read" if total else "looking at the files"
+            await ctx.report_progress(done, total or None, f"indexing the vault: {said}")
+        await anyio.to_thread.run_sync(vault.ready.wait, PROGRESS_EVERY_S, abandon_on_cancel=True)
 
 
 def _door(ctx: Ctx) -> audit.Door:

@@ -85,6 +85,7 @@ class AppState:
     data_version: int = 0  # the index's, when this process last took in other commits
     generation: int = 0  # counts changes to the graph and slug sets
     stale: bool = False  # the graph and slug sets must be loaded again from the index
+    indexed: tuple[int, int] = (0, 0)  # files read so far by the first pass, of how many
     undo: Undo = field(default_factory=Undo)  # what the write in progress changed on disk
     ignores: Ignores = field(init=False)  # what the vault's ignore files leave out
 
