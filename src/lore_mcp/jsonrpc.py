@@ -98,10 +98,11 @@ def _single(message: Any, cut: bool, reason: str) -> Reply | None:
     if problem := _request_problem(message):
         return error(request_id, INVALID_REQUEST, f"Invalid Request: {problem}.")
     if "params" not in message:
-        return error(request_id, INVALID_REQUEST, f"The server cannot read it: {_first(reason)}")
-    if problem := _params_problem(message["params"], cut):
-        return error(request_id, INVALID_PARAMS, f"Invalid params: {problem}.")
-    return error(request_id, INVALID_PARAMS, f"The server cannot read them: {_first(reason)}")
+        gist = f"the server cannot read it ({_first(reason)})"
+        return error(request_id, INVALID_REQUEST, f"Invalid Request: {gist}.")
+    problem = _params_problem(message["params"], cut or "recursion limit" in reason)
+    gist = problem or f"the server cannot read them ({_first(reason)})"
+    return error(request_id, INVALID_PARAMS, f"Invalid params: {gist}.")
 
 
 def _unanswered(message: dict[str, Any]) -> bool:
