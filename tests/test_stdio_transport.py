@@ -223,6 +223,7 @@ def test_a_huge_line_that_is_no_request_gets_its_error_and_serving_goes_on(
     assert closed_cleanly(code, logged)
 
 
+@pytest.mark.slow
 def test_malformed_lines_are_logged_at_debug(brain_dir: Path, log: Path) -> None:
     command = [*lore_mcp(brain_dir)[:-1], "DEBUG"]
     wire = Wire(command, log)
