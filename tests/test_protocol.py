@@ -1,9 +1,11 @@
 """Malformed protocol input over a real stdio subprocess: the process keeps serving.
 
-Lines that are not JSON-RPC at all get no reply (the SDK drops what it cannot parse,
-including JSON whose strings hold lone surrogates); requests it can parse get an error
-reply. Either way the next valid call is answered correctly. One process serves every
-case in this file, so each case also proves the ones before it did no harm.
+Every request that carries an id gets an answer: what the SDK cannot parse (no JSON, no
+request object, a batch, params it cannot read, a lone surrogate, deep nesting) gets the
+JSON-RPC error for it from the line filter in front of the SDK; what it parses, its own
+error. Malformed notifications get nothing. Either way the next valid call is answered.
+One process serves every case in this file, so each case also proves the ones before it
+did no harm.
 """
 
 from __future__ import annotations
@@ -57,31 +59,101 @@ def line(request_id: int, method: str, params: Any = None) -> bytes:
     return json.dumps(message).encode()
 
 
-UNPARSEABLE = [
-    b"{not json",
-    b"[]",
-    b"42",
-    b'"a string"',
-    b"null",
+def deep(depth: int, *, closed: bool = True) -> bytes:
+    """A tools/call whose argument nests `depth` arrays deep."""
+    value = b"[" * depth + (b"]" * depth if closed else b"")
+    return (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "read_page", '
+        b'"arguments": {"slug": ' + value + b"}}}"
+    )
+
+
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+
+# What the SDK cannot read, and the one error each line gets: (the line, the id the
+# answer carries, its code). The id is null where it cannot be read.
+MALFORMED: list[tuple[bytes, int | None, int]] = [
+    (b"{not json", None, PARSE_ERROR),
+    (b"\xff\xfe\x00 not utf-8", None, PARSE_ERROR),
+    (b'{"jsonrpc": "2.0", "id": NaN, "method": "ping"}', None, PARSE_ERROR),
+    (b"[" * 100_000, None, PARSE_ERROR),
+    (b"[]", None, INVALID_REQUEST),
+    (b"42", None, INVALID_REQUEST),
+    (b'"a string"', None, INVALID_REQUEST),
+    (b"null", None, INVALID_REQUEST),
+    (b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', 1, INVALID_REQUEST),
+    (b'{"id": 1, "method": "ping"}', 1, INVALID_REQUEST),
+    (b'{"id": 1}', 1, INVALID_REQUEST),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": 5}', 1, INVALID_REQUEST),
+    (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', None, INVALID_REQUEST),
+    (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', None, INVALID_REQUEST),
+    (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}', None, INVALID_REQUEST),
+    (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', 1, INVALID_REQUEST),  # no batches
+    (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "not an object"}',
+        1,
+        INVALID_REQUEST,
+    ),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": [1]}', 1, INVALID_PARAMS),
+    (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "save_page", '
+        b'"arguments": {"slug": "lone\\ud800", "content": "x"}}}',
+        1,
+        INVALID_PARAMS,
+    ),
+    (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "save_page", '
+        b'"arguments": {"slug": "lone", "content": "\\udc00x"}}}',
+        1,
+        INVALID_PARAMS,
+    ),
+    (deep(500), 1, INVALID_PARAMS),  # more than the SDK parses
+    (deep(100_000), 1, INVALID_PARAMS),  # more than Python parses
+]
+
+# Malformed too, but no request: a notification, a response, a blank line get nothing.
+UNANSWERED = [
     b"",
     b"   ",
-    b"\xff\xfe\x00 not utf-8",
-    b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}',
-    b'{"id": 1}',
-    b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "save_page", '
-    b'"arguments": {"slug": "lone\\ud800", "content": "x"}}}',
-    b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]',  # batches were removed in 2025-06-18
-    b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "not an object"}',
+    b'{"method": "notifications/initialized"}',
+    b'{"jsonrpc": "2.0", "method": "notifications/initialized", "params": "x"}',
+    b'{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"x": "\\ud800"}}',
+    b'{"jsonrpc": "2.0", "id": 1, "result": "no such request"}',
+    b'[{"jsonrpc": "2.0", "method": "notifications/initialized"}]',
 ]
 
 
-@pytest.mark.parametrize("garbage", UNPARSEABLE, ids=repr)
-def test_unparseable_lines_are_dropped(server: RawServer, vault: Path, garbage: bytes) -> None:
+@pytest.mark.parametrize(("garbage", "answer_id", "code"), MALFORMED, ids=repr)
+def test_malformed_requests_get_their_error_and_serving_goes_on(
+    server: RawServer, vault: Path, garbage: bytes, answer_id: int | None, code: int
+) -> None:
     server.send_line(garbage)
     before = still_serving(server)
-    # Anything the server said about the bad line must be an error, never a result.
-    assert all("result" not in m for m in before), before
+    assert [(m["id"], m["error"]["code"]) for m in before] == [(answer_id, code)], before
+    assert set(before[0]) == {"jsonrpc", "id", "error"}
     assert not list(vault.glob("lone*"))
+
+
+@pytest.mark.parametrize("garbage", UNANSWERED, ids=repr)
+def test_malformed_notifications_are_dropped(server: RawServer, garbage: bytes) -> None:
+    server.send_line(garbage)
+    assert still_serving(server) == []
+
+
+def test_each_request_of_a_batch_gets_its_error(server: RawServer) -> None:
+    batch = [
+        {"jsonrpc": "2.0", "id": "first", "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        17,
+    ]
+    server.send_line(json.dumps(batch).encode())
+    before = still_serving(server)
+    assert [(m["id"], m["error"]["code"]) for m in before] == [
+        ("first", INVALID_REQUEST),
+        (2, INVALID_REQUEST),
+        (None, INVALID_REQUEST),
+    ]
 
 
 ERRORS: list[tuple[str, Any, int]] = [
@@ -130,7 +202,7 @@ def test_bad_tool_calls_are_error_results(
 
 
 def test_a_burst_of_garbage_then_a_clean_exit(server: RawServer, vault: Path) -> None:
-    for garbage in UNPARSEABLE:
+    for garbage in [line for line, _, _ in MALFORMED] + UNANSWERED:
         server.send_line(garbage)
     for method, params, _ in ERRORS:
         server.send_line(line(1, method, params))
@@ -139,10 +211,10 @@ def test_a_burst_of_garbage_then_a_clean_exit(server: RawServer, vault: Path) ->
     server.send_line(line(1, "ping"))  # a reused id is answered too
     saved, replies = server.wait_for(server.call_tool("save_page", slug="After", content="ok"))
     assert saved["result"]["isError"] is False
-    expected = len(ERRORS) + len(TOOL_ERRORS) + 1
+    expected = len(MALFORMED) + len(ERRORS) + len(TOOL_ERRORS) + 1
     while len(replies) < expected:  # requests run concurrently: a reply may come later
         replies.append(server.next_message(15))
-    assert all(m.get("id") == 1 for m in replies)
+    assert all(m.get("id") in (1, None) for m in replies)
     assert len(replies) == expected
     still_serving(server)
     assert server.close() == 0

@@ -203,7 +203,7 @@ def test_a_multi_megabyte_page_goes_in_and_comes_back_whole(
 
 
 @pytest.mark.slow
-def test_a_huge_line_that_is_no_message_is_dropped_and_serving_goes_on(
+def test_a_huge_line_that_is_no_request_gets_its_error_and_serving_goes_on(
     brain_dir: Path, log: Path
 ) -> None:
     wire = Wire(lore_mcp(brain_dir), log)
@@ -211,6 +211,8 @@ def test_a_huge_line_that_is_no_message_is_dropped_and_serving_goes_on(
         wire.initialize()
         junk = b'{"jsonrpc": "2.0", "id": 99, "x": "' + b"y" * (16 * MAX_CONTENT_BYTES) + b'"}'
         wire.send_line(junk)
+        answer = json.loads(wire.read_line())
+        assert (answer["id"], answer["error"]["code"]) == (99, -32600)
         assert wire.reply(wire.request("ping")) == {}
         page = wire.call_tool("read_page", slug="Slugs")
         assert "concepts/slugs" in page["content"][0]["text"]
@@ -219,6 +221,27 @@ def test_a_huge_line_that_is_no_message_is_dropped_and_serving_goes_on(
     finally:
         wire.release()
     assert closed_cleanly(code, logged)
+
+
+@pytest.mark.slow
+def test_malformed_lines_are_logged_at_debug(brain_dir: Path, log: Path) -> None:
+    command = [*lore_mcp(brain_dir)[:-1], "DEBUG"]
+    wire = Wire(command, log)
+    try:
+        wire.initialize()
+        wire.send_line(b'{"method": "notifications/initialized", "note": "no jsonrpc"}')
+        wire.send_line(b'{"id": 5, "method": "ping", "note": "no jsonrpc"}')
+        assert json.loads(wire.read_line())["error"]["code"] == -32600
+        assert wire.reply(wire.request("ping")) == {}
+        wire.close_input()
+        code, logged = wire.wait()
+    finally:
+        wire.release()
+    assert closed_cleanly(code, logged)
+    dropped = [line for line in logged.splitlines() if "dropped a malformed notification" in line]
+    assert len(dropped) == 1 and "DEBUG" in dropped[0]
+    answered = [line for line in logged.splitlines() if "-32600" in line]
+    assert len(answered) == 1 and "DEBUG" in answered[0]
 
 
 # -- stray output ----------------------------------------------------------------------------

@@ -35,8 +35,10 @@ import anyio
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import ASGIApp, Receive, Scope, Send
+from mcp.types import JSONRPCRequest, jsonrpc_message_adapter
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lore_mcp import jsonrpc
 from lore_mcp.config import MAX_CONTENT_BYTES
 from lore_mcp.errors import LoreError
 
@@ -232,6 +234,57 @@ def _digest(secret: bytes) -> bytes:
     return hashlib.sha256(secret).digest()
 
 
+class MisreadRequests:
+    """Pure ASGI middleware for the one malformed body the SDK does not answer over HTTP:
+    a request whose id is of no valid type (null, a boolean, an object), which it takes
+    for a notification (202, no reply). That gets 400 and the -32600 error JSON-RPC
+    prescribes; every other body reaches `app` as it came (the SDK answers what it
+    cannot parse with 400 itself)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        received: list[Message] = []
+        body = b""
+        while len(body) <= MAX_BODY_BYTES:  # a larger one the SDK refuses by its size
+            message = await receive()
+            received.append(message)
+            body += message.get("body", b"")
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+        if reply := _misread(body):
+            answer = jsonrpc.encode(reply)
+            length = str(len(answer)).encode()
+            headers = [(b"content-type", b"application/json"), (b"content-length", length)]
+            await send({"type": "http.response.start", "status": 400, "headers": headers})
+            await send({"type": "http.response.body", "body": answer})
+            return
+
+        async def replay() -> Message:
+            return received.pop(0) if received else await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _misread(body: bytes) -> jsonrpc.Reply | None:
+    """The error for a request the SDK would take for something else, if `body` is one."""
+    if b'"id"' not in body or b'"method"' not in body:
+        return None
+    try:
+        message = jsonrpc_message_adapter.validate_json(body, by_name=False)
+    except Exception:  # the SDK answers this itself
+        return None
+    text = body.decode("utf-8", errors="replace")
+    if isinstance(message, JSONRPCRequest) or not jsonrpc.is_request(text):
+        return None
+    replies = jsonrpc.replies(text, "it has an id and a method but is no valid request")
+    return replies[0] if replies else None
+
+
 # -- the app and the server -------------------------------------------------------------------
 
 
@@ -253,7 +306,7 @@ def http_app(
         transport_security=transport_security(host),
         host=host,
     )
-    return BearerAuth(app, token)
+    return BearerAuth(MisreadRequests(app), token)
 
 
 def transport_security(host: str) -> TransportSecuritySettings:

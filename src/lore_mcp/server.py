@@ -31,12 +31,14 @@ from mcp.types import (
     CompletionArgument,
     GetPromptResult,
     InputRequiredResult,
+    JSONRPCRequest,
     PromptReference,
     ResourceTemplateReference,
+    jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
 
-from lore_mcp import __version__
+from lore_mcp import __version__, jsonrpc
 from lore_mcp import vault_ops as engine
 from lore_mcp.config import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from lore_mcp.errors import (
@@ -48,6 +50,7 @@ from lore_mcp.errors import (
     VaultBusyError,
 )
 from lore_mcp.index import is_damage
+from lore_mcp.stdio import screened_stdio
 from lore_mcp.tools import TOOLS, Served
 from lore_mcp.vault_ops import AppState
 
@@ -279,11 +282,26 @@ def _prepare(vault: AppState, watch: bool, stop: threading.Event) -> None:
 
 def run_stdio(server: MCPServer[Served], vault: AppState) -> None:
     """Serve `vault` (the one `server` was built on) on this process's stdin and stdout,
-    with the SDK's transport, until stdin closes or SIGTERM or SIGINT asks for a stop."""
+    with the SDK's transport, until stdin closes or SIGTERM or SIGINT asks for a stop.
+    Lines the SDK cannot read are answered in front of it (`stdio.screened_stdio`)."""
     try:
-        anyio.run(_serve_stdio, server, vault)
+        with screened_stdio(_refusal):
+            anyio.run(_serve_stdio, server, vault)
     except* BrokenPipeError:  # its lifespan has closed the vault
         log.info("the client closed its end of stdout; stopped serving")
+
+
+def _refusal(line: str) -> str | None:
+    """Why the SDK's stdio transport cannot read `line`, or None when it can: the very
+    parse its reader makes, which drops whatever fails it. A request it reads as
+    something else (a notification when its id is of no valid type) it never answers."""
+    try:
+        message = jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except Exception as exc:
+        return str(exc)
+    if not isinstance(message, JSONRPCRequest) and jsonrpc.is_request(line):
+        return "it has an id and a method but is no valid request"
+    return None
 
 
 async def _serve_stdio(server: MCPServer[Served], vault: AppState) -> None:
