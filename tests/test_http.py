@@ -549,8 +549,21 @@ def test_token_from_a_file(tmp_path: Path) -> None:
     with pytest.raises(LoreError, match="Cannot read the token file"):
         load_token(tmp_path / "missing", {})
     loose = token_file(tmp_path, mode=0o644)
-    with pytest.raises(LoreError, match="chmod 600"):
+    with pytest.raises(LoreError, match=r"readable by every user.*chmod 600"):
         load_token(loose, {})
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file modes")
+@pytest.mark.parametrize("mode", [0o602, 0o622, 0o620, 0o606, 0o666, 0o604], ids=oct)
+def test_a_token_file_others_can_change_or_read_is_refused(tmp_path: Path, mode: int) -> None:
+    path = token_file(tmp_path, mode=mode)
+    with pytest.raises(
+        LoreError, match=f"mode {mode:04o}.*" + re.escape(f"Run `chmod 600 {path}`")
+    ):
+        load_token(path, {TOKEN_ENV: TOKEN})
+    for fine in (0o600, 0o400, 0o640):  # the owner's group may read it, as today
+        path.chmod(fine)
+        assert load_token(path, {}) == TOKEN
 
 
 def test_loopback_hosts() -> None:

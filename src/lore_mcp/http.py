@@ -117,15 +117,19 @@ def check_token(token: str, source: str) -> str:
 
 
 def _read_token_file(path: Path) -> str:
+    """The token in the file, which only its owner (and the owner's group, to read) may
+    read or change: a token others can read is no secret, one they can write lets them
+    pick it."""
     try:
         mode = path.stat().st_mode
         text = path.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
         raise LoreError(f"Cannot read the token file {path}: {exc}.") from None
-    if os.name == "posix" and mode & stat.S_IROTH:
+    if os.name == "posix" and mode & (stat.S_IROTH | stat.S_IWGRP | stat.S_IWOTH):
+        who = "readable by every user" if mode & stat.S_IROTH else "writable by other users"
         raise LoreError(
-            f"The token file {path} is readable by every user; run `chmod 600 {path}` "
-            "and start again."
+            f"The token file {path} is {who} (mode {stat.S_IMODE(mode):04o}): anyone who "
+            f"can change it can choose the token. Run `chmod 600 {path}` and start again."
         )
     if not text:
         raise LoreError(
