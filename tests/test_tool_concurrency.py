@@ -1,6 +1,6 @@
 """Concurrent writers on one vault: overlapping saves to one page (through the tools and
-through two states), and the watcher applying outside edits while tools save and read.
-The last write wins, and the index agrees with the files."""
+through two states), the watcher applying outside edits while tools save and read, and
+an append racing a rename. The last write wins, and the index agrees with the files."""
 
 from __future__ import annotations
 
@@ -182,37 +182,44 @@ def _outcome(root: Path, i: int, error: str | None) -> str:
     return "refused"
 
 
-async def _race_append_and_rename(root: Path, rounds: int, *, processes: int) -> set[str]:
-    """`rounds` rounds of the race, between two clients on one state (threads through one
-    engine) or on two (as two processes); the outcomes seen."""
-    states = [engine.open_vault(root) for _ in range(processes)]
+async def race_append_and_rename(
+    appender: Client, renamer: Client, root: Path, rounds: int
+) -> set[str]:
+    """`rounds` rounds of an append racing a rename, each started first in turn, between
+    two clients; the outcomes seen. Every round leaves the one page at its new name."""
     seen: set[str] = set()
+    for i in range(rounds):
+        await ok(appender, "save_page", slug=f"Draft {i}", content=f"Draft {i} links [[Hub]].\n")
+        errors: list[str | None] = []
+
+        async def append(i: int = i, errors: list[str | None] = errors) -> None:
+            arguments = {"slug": f"Draft {i}", "content": f"more {i}\n", "mode": "append"}
+            result = await appender.call_tool("save_page", arguments)
+            errors.append(text(result) if result.is_error else None)
+
+        async def rename(i: int = i) -> None:
+            await ok(renamer, "rename_page", slug=f"Draft {i}", new_name=f"Final {i}")
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                for racer in (append, rename) if i % 2 else (rename, append):
+                    group.start_soon(racer)
+        seen.add(_outcome(root, i, errors[0]))
+    assert sorted(p.name for p in root.glob("*.md")) == sorted(
+        f"Final {i}.md" for i in range(rounds)
+    )
+    return seen
+
+
+async def _race_append_and_rename(root: Path, rounds: int, *, processes: int) -> set[str]:
+    """The race between two clients on one state (threads through one engine) or on two
+    (as two processes); both states agree with a fresh index after."""
+    states = [engine.open_vault(root) for _ in range(processes)]
     async with (
         Client(build_server(states[0]), mode="legacy") as appender,
         Client(build_server(states[-1]), mode="legacy") as renamer,
     ):
-        for i in range(rounds):
-            await ok(
-                appender, "save_page", slug=f"Draft {i}", content=f"Draft {i} links [[Hub]].\n"
-            )
-            errors: list[str | None] = []
-
-            async def append(i: int = i, errors: list[str | None] = errors) -> None:
-                arguments = {"slug": f"Draft {i}", "content": f"more {i}\n", "mode": "append"}
-                result = await appender.call_tool("save_page", arguments)
-                errors.append(text(result) if result.is_error else None)
-
-            async def rename(i: int = i) -> None:
-                await ok(renamer, "rename_page", slug=f"Draft {i}", new_name=f"Final {i}")
-
-            with anyio.fail_after(30):
-                async with anyio.create_task_group() as group:
-                    for racer in (append, rename) if i % 2 else (rename, append):
-                        group.start_soon(racer)
-            seen.add(_outcome(root, i, errors[0]))
-        assert sorted(p.name for p in root.glob("*.md")) == sorted(
-            f"Final {i}.md" for i in range(rounds)
-        )
+        seen = await race_append_and_rename(appender, renamer, root, rounds)
         for client in (appender, renamer):  # each takes in what the other wrote
             await ok(client, "list_pages")
         assert snapshot(states[0]) == snapshot(states[-1])
