@@ -4,6 +4,7 @@ index changes. Hostile content that is legal is saved and indexed like any other
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,8 @@ HIDDEN = "hidden file or folder"
 NO_LETTERS = "no letters or digits"
 NO_NAME = "does not name a page"
 NOT_ALLOWED = "Obsidian does not allow"
+CONTROL = "holds a control character"
+DEVICE = "Windows keeps the name"
 BAD_NAMES: list[tuple[str, str]] = [
     ("../escape", TRAVERSAL),
     ("notes/../../escape", TRAVERSAL),
@@ -144,7 +147,15 @@ async def test_bad_names_are_refused_everywhere(
     [
         (LONG_SEGMENT, "longer than 200 characters"),
         ("<.x", NOT_ALLOWED),
-        ("\b.x", NO_LETTERS),  # a control character
+        ("\b.x", CONTROL),
+        ("x\ny", CONTROL),  # it once made `xy.md`, which no later call could name
+        ("notes/tab\there", CONTROL),
+        ("CON", DEVICE),  # Windows device names, with any extension, in any case
+        ("nul.txt", DEVICE),
+        ("Aux.md", DEVICE),
+        ("com1", DEVICE),
+        ("LPT9.tar.gz", DEVICE),
+        ("notes/prn/page", DEVICE),
         ("notes/<.x/page", NOT_ALLOWED),
         ("!!!", NO_LETTERS),  # an existing file may be so named; a new one may not
         ("---", NO_LETTERS),
@@ -165,6 +176,41 @@ async def test_names_only_a_write_refuses(
     assert reason in await refused(client, "save_page", slug=name, content="x")
     assert reason in await refused(client, "rename_page", slug="Beta", new_name=name)
     assert files(state.root) == before
+    assert_matches_fresh(state)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows cannot hold these names")
+async def test_existing_files_with_names_a_new_page_may_not_have(
+    served: tuple[Client, AppState],
+) -> None:
+    """A file system may hold `CON.md` or a name with a line break: those are pages,
+    read, changed, renamed and deleted by their exact names, in the very files."""
+    client, state = served
+    for rel in ("CON.md", "notes/nul.txt.md", "x\ny.md"):
+        write(state.root, rel, f"{rel} links [[Beta]].\n")
+    engine.resync(state)
+    await ok(client, "save_page", slug="Home", content="[[CON]]\n", mode="append")
+    assert (await ok(client, "read_page", slug="CON"))["path"] == "CON.md"
+    read = await ok(client, "read_page", slug="x\ny")
+    assert (read["path"], read["matched_by"]) == ("x\ny.md", "path")
+    assert (await ok(client, "read_page", slug="notes/nul.txt"))["path"] == "notes/nul.txt.md"
+    await ok(client, "save_page", slug="x\ny", content="more\n", mode="append")
+    await ok(client, "save_page", slug="con", content="CON again\n")
+    assert (state.root / "x\ny.md").read_text(encoding="utf-8") == "x\ny.md links [[Beta]].\nmore\n"
+    assert (state.root / "CON.md").read_text(encoding="utf-8") == "CON again\n"
+    renamed = await ok(client, "rename_page", slug="CON", new_name="Console")
+    assert renamed["path"] == "Console.md"
+    assert "[[Console]]" in (state.root / "Home.md").read_text(encoding="utf-8")
+    assert DEVICE in await refused(client, "rename_page", slug="Console", new_name="con")
+    deleted = await ok(client, "delete_page", slug="x\ny")
+    assert deleted["path"] == "x\ny.md" and not (state.root / "x\ny.md").exists()
+    assert sorted(files(state.root)) == [
+        "Beta.md",
+        "Console.md",
+        "Home.md",
+        "notes/Alpha.md",
+        "notes/nul.txt.md",
+    ]
     assert_matches_fresh(state)
 
 

@@ -31,9 +31,12 @@ from lore_mcp import vault_ops as engine
 from lore_mcp.cli import main, mcp_main
 from lore_mcp.errors import LoreError
 from lore_mcp.http import (
+    REFUSAL_WINDOW_SECONDS,
+    REFUSALS_LOGGED,
     TOKEN_ENV,
     BearerAuth,
     HttpOptions,
+    RefusalLog,
     announce,
     is_loopback,
     load_token,
@@ -250,6 +253,9 @@ def save_request(slug: str) -> tuple[dict[str, str], bytes]:
     return headers, json.dumps(body).encode()
 
 
+FLOOD = 150  # refused requests sent one after another
+
+
 async def test_every_bad_header_gets_401_and_touches_nothing(brain_dir: Path) -> None:
     before = files(brain_dir)
     headers, body = save_request("intruder/Written")
@@ -263,6 +269,10 @@ async def test_every_bad_header_gets_401_and_touches_nothing(brain_dir: Path) ->
             for method in ("GET", "DELETE"):
                 assert (await http.request(method, served.url)).status_code == 401
             assert (await http.get(served.url.replace("/mcp", "/other"))).status_code == 401
+            for _ in range(FLOOD):
+                assert (
+                    await http.post(served.url, headers=headers, content=body)
+                ).status_code == 401
             assert files(brain_dir) == before
             # The control: the very same request with the token does write.
             good = [*headers.items(), ("Authorization", f"Bearer {TOKEN}")]
@@ -271,6 +281,12 @@ async def test_every_bad_header_gets_401_and_touches_nothing(brain_dir: Path) ->
             lower = [*headers.items(), ("Authorization", f"bearer {TOKEN}")]  # scheme: any case
             assert (await http.post(served.url, headers=lower, content=body)).status_code == 200
     assert set(files(brain_dir)) - set(before) == {"intruder/Written.md"}
+    # The flood did not fill the log: a few lines one by one, then one line counts the rest
+    # (all within a minute: at the stop).
+    refused = len(BAD_HEADERS) + 3 + FLOOD
+    lines = [line for line in served.stderr().splitlines() if "refused" in line]
+    assert len(lines) == REFUSALS_LOGGED + 1, lines
+    assert f"{refused - REFUSALS_LOGGED} more refused requests in the last minute" in lines[-1]
 
 
 @pytest.mark.slow
@@ -549,8 +565,21 @@ def test_token_from_a_file(tmp_path: Path) -> None:
     with pytest.raises(LoreError, match="Cannot read the token file"):
         load_token(tmp_path / "missing", {})
     loose = token_file(tmp_path, mode=0o644)
-    with pytest.raises(LoreError, match="chmod 600"):
+    with pytest.raises(LoreError, match=r"readable by every user.*chmod 600"):
         load_token(loose, {})
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file modes")
+@pytest.mark.parametrize("mode", [0o602, 0o622, 0o620, 0o606, 0o666, 0o604], ids=oct)
+def test_a_token_file_others_can_change_or_read_is_refused(tmp_path: Path, mode: int) -> None:
+    path = token_file(tmp_path, mode=mode)
+    with pytest.raises(
+        LoreError, match=f"mode {mode:04o}.*" + re.escape(f"Run `chmod 600 {path}`")
+    ):
+        load_token(path, {TOKEN_ENV: TOKEN})
+    for fine in (0o600, 0o400, 0o640):  # the owner's group may read it, as today
+        path.chmod(fine)
+        assert load_token(path, {}) == TOKEN
 
 
 def test_loopback_hosts() -> None:
@@ -608,6 +637,35 @@ async def test_bearer_matrix_in_process() -> None:
     assert reached == ["/mcp"] * 3
     with pytest.raises(LoreError, match="at least 16"):
         BearerAuth(app, "too-short")
+
+
+def test_refused_requests_are_logged_a_few_a_minute(caplog: pytest.LogCaptureFixture) -> None:
+    now = [1000.0]
+    refusals = RefusalLog(clock=lambda: now[0])
+
+    def lines() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name == "lore_mcp.http"]
+
+    with caplog.at_level(logging.WARNING, logger="lore_mcp.http"):
+        for n in range(100):
+            refusals.refused("POST", "/mcp", f"10.0.0.{n}")
+        refusals.flush()  # the minute is not over: nothing yet
+        assert lines() == [
+            f"refused POST /mcp from 10.0.0.{n}: no valid bearer token"
+            for n in range(REFUSALS_LOGGED)
+        ]
+        now[0] += REFUSAL_WINDOW_SECONDS
+        refusals.flush()
+        assert lines()[-1].startswith(
+            f"{100 - REFUSALS_LOGGED} more refused requests in the last minute"
+        )
+        caplog.clear()
+        refusals.refused("GET", "/other", "10.0.0.1")  # a new minute: one by one again
+        refusals.flush()
+        refusals.flush(stopping=True)  # nothing held: no count
+        now[0] += 10 * REFUSAL_WINDOW_SECONDS
+        refusals.flush()
+        assert lines() == ["refused GET /other from 10.0.0.1: no valid bearer token"]
 
 
 @pytest.mark.slow

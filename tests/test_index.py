@@ -15,7 +15,7 @@ from lore_mcp import vault_ops as ops
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from lore_mcp.errors import PageNotFoundError
 from lore_mcp.index import Index, PageRow
-from lore_mcp.index.db import SCHEMA_VERSION
+from lore_mcp.index.db import MOVES_KEEP, SCHEMA_VERSION
 from lore_mcp.vault_ops import apply, sync
 
 
@@ -235,3 +235,23 @@ def test_a_first_index_that_fails_halfway_leaves_no_half_applied_pages(
         assert_matches_fresh(state)
     finally:
         state.close()
+
+
+def test_renames_are_remembered_boundedly(tmp_path: Path) -> None:
+    """The index remembers where pages were renamed to (the latest MOVES_KEEP), for a
+    later write by an old name, until a page is at that name again."""
+    index = Index(tmp_path / "lore.db")
+    try:
+        with index.write():
+            for i in range(MOVES_KEEP + 5):
+                index.record_move(f"draft {i}", f"Final {i}.md")
+            index.record_move("draft 7", "Other.md")  # the latest rename of a name wins
+            index.forget_moves(["draft 8", "never renamed"])
+        assert index.moved_to("draft 0") is None  # among the oldest, forgotten
+        assert index.moved_to(f"draft {MOVES_KEEP + 4}") == f"Final {MOVES_KEEP + 4}.md"
+        assert index.moved_to("draft 7") == "Other.md"
+        assert index.moved_to("draft 8") is None
+        kept = index._conn.execute("SELECT count(*) FROM meta WHERE key LIKE 'moved:%'")
+        assert kept.fetchone()[0] <= MOVES_KEEP
+    finally:
+        index.close()

@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 from helpers import assert_matches_fresh, placeholder_slugs, text
 from lore_mcp import vault_ops
 from rawpipe import server_env
+from test_tool_concurrency import race_append_and_rename
 
 pytestmark = pytest.mark.anyio
 
@@ -94,6 +95,24 @@ async def test_two_servers_on_one_vault_lose_nothing(vault_dir: Path) -> None:
         page = vault_ops.read_page(state, "a/page 7")
         assert [link.slug for link in page.links] == ["b/page-7", "a-hub"]
         assert [ref.slug for ref in page.backlinks] == ["b/page-7"]
+        assert_matches_fresh(state)
+    finally:
+        state.close()
+
+
+@pytest.mark.slow
+async def test_an_append_racing_a_rename_in_another_process(vault_dir: Path) -> None:
+    """One server appends to `Draft i` while another renames it to `Final i`: the append
+    lands in the renamed page or is refused naming it, never makes `Draft i.md` again."""
+    with anyio.fail_after(240):
+        async with (
+            Client(params(vault_dir), mode="legacy") as first,
+            Client(params(vault_dir), mode="legacy") as second,
+        ):
+            seen = await race_append_and_rename(first, second, vault_dir, rounds=40)
+    assert seen == {"appended", "refused"}
+    state = vault_ops.open_vault(vault_dir)
+    try:
         assert_matches_fresh(state)
     finally:
         state.close()

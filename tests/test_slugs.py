@@ -264,3 +264,24 @@ def test_a_new_file_keeps_the_spelling_and_refuses_what_obsidian_refuses() -> No
     for bad in ["ok/???/x", "y" * 300, "!!!", "a/---"]:
         with pytest.raises(InvalidNameError):
             file_path_for(bad)
+
+
+def test_a_new_name_holds_up_on_every_file_system() -> None:
+    """No control characters and no Windows device names (any case, any extension) in
+    any part; the error suggests the name with that part changed."""
+    cases = [
+        ("x\ny", "such as 'x y'"),
+        ("a/tab\there/b", "such as 'a/tab here/b'"),
+        ("\b.x", "such as 'x'"),
+        ("CON", "such as 'CON page'"),
+        ("nul.txt", "such as 'nul page.txt'"),
+        ("notes/Aux", "such as 'notes/Aux page'"),
+        ("com1/x", "such as 'com1 page/x'"),
+        ("LPT¹", "such as 'LPT¹ page'"),
+        ("prn .tar.gz", "such as 'prn page .tar.gz'"),
+    ]
+    for bad, suggestion in cases:
+        with pytest.raises(InvalidNameError, match=f"{suggestion}"):
+            file_path_for(bad)
+    for fine in ("CONSOLE", "com10", "nul page", "Auxiliary.txt", "lptx", "notes/con-fig"):
+        assert file_path_for(fine) == f"{fine}.md"

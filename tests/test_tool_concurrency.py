@@ -1,6 +1,6 @@
 """Concurrent writers on one vault: overlapping saves to one page (through the tools and
-through two states), and the watcher applying outside edits while tools save and read.
-The last write wins, and the index agrees with the files."""
+through two states), the watcher applying outside edits while tools save and read, and
+an append racing a rename. The last write wins, and the index agrees with the files."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ from mcp import Client
 from conftest import write
 from helpers import (
     assert_matches_fresh,
+    fails,
     fresh_snapshot,
     ok,
     placeholder_slugs,
     snapshot,
+    text,
 )
 from lore_mcp import vault_ops as engine
 from lore_mcp.server import build_server
@@ -162,3 +164,129 @@ async def test_a_read_that_must_wait_leaves_the_server_answering(vault_dir: Path
                 release.set()
         editor.join(10)
         assert read["content"] == "After.\n"
+
+
+# -- an append racing a rename ------------------------------------------------------------
+
+
+def _outcome(root: Path, i: int, error: str | None) -> str:
+    """What one round of an append racing a rename left: the append landed in the renamed
+    page, or it was refused as one to a renamed page. Never the old name made again."""
+    assert not (root / f"Draft {i}.md").exists(), f"round {i}: the append recreated Draft {i}"
+    final = (root / f"Final {i}.md").read_text(encoding="utf-8")
+    if error is None:
+        assert final == f"Draft {i} links [[Hub]].\nmore {i}\n", f"round {i}"
+        return "appended"
+    assert "was renamed" in error and f"send 'final-{i}'" in error, error
+    assert final == f"Draft {i} links [[Hub]].\n", f"round {i}"
+    return "refused"
+
+
+async def race_append_and_rename(
+    appender: Client, renamer: Client, root: Path, rounds: int
+) -> set[str]:
+    """`rounds` rounds of an append racing a rename, each started first in turn, between
+    two clients; the outcomes seen. Every round leaves the one page at its new name."""
+    seen: set[str] = set()
+    for i in range(rounds):
+        await ok(appender, "save_page", slug=f"Draft {i}", content=f"Draft {i} links [[Hub]].\n")
+        errors: list[str | None] = []
+
+        async def append(i: int = i, errors: list[str | None] = errors) -> None:
+            arguments = {"slug": f"Draft {i}", "content": f"more {i}\n", "mode": "append"}
+            result = await appender.call_tool("save_page", arguments)
+            errors.append(text(result) if result.is_error else None)
+
+        async def rename(i: int = i) -> None:
+            await ok(renamer, "rename_page", slug=f"Draft {i}", new_name=f"Final {i}")
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                for racer in (append, rename) if i % 2 else (rename, append):
+                    group.start_soon(racer)
+        seen.add(_outcome(root, i, errors[0]))
+    assert sorted(p.name for p in root.glob("*.md")) == sorted(
+        f"Final {i}.md" for i in range(rounds)
+    )
+    return seen
+
+
+async def _race_append_and_rename(root: Path, rounds: int, *, processes: int) -> set[str]:
+    """The race between two clients on one state (threads through one engine) or on two
+    (as two processes); both states agree with a fresh index after."""
+    states = [engine.open_vault(root) for _ in range(processes)]
+    async with (
+        Client(build_server(states[0]), mode="legacy") as appender,
+        Client(build_server(states[-1]), mode="legacy") as renamer,
+    ):
+        seen = await race_append_and_rename(appender, renamer, root, rounds)
+        for client in (appender, renamer):  # each takes in what the other wrote
+            await ok(client, "list_pages")
+        assert snapshot(states[0]) == snapshot(states[-1])
+        assert_matches_fresh(states[0])
+    return seen
+
+
+async def test_an_append_racing_a_rename_never_recreates_the_old_name(vault_dir: Path) -> None:
+    """Two clients on two states (as two processes): one appends to `Draft i` while the
+    other renames it to `Final i`. Whichever comes first, the vault holds one page, at
+    the new name: the append is in it, or was refused naming it. (The append that came
+    second used to make a new `Draft i.md` holding only the appended line.)"""
+    await _race_append_and_rename(vault_dir, 12, processes=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", [1, 2])
+async def test_many_appends_racing_renames(vault_dir: Path, processes: int) -> None:
+    """The race above many more times, through one engine and through two: both
+    outcomes come up, and never a third."""
+    assert await _race_append_and_rename(vault_dir, 80, processes=processes) == {
+        "appended",
+        "refused",
+    }
+
+
+async def test_a_part_by_a_renamed_pages_old_name_is_refused(vault_dir: Path) -> None:
+    """What a late append meets, and what it may do instead: the refusal names the page
+    (through renames in a row), changes nothing, and lets expected_hash='' or a whole
+    page (mode replace) make a new page at the old name, after which the name is its."""
+    state = engine.open_vault(vault_dir)
+    async with Client(build_server(state), mode="legacy") as client:
+        await ok(client, "save_page", slug="Draft", content="Draft.\n")
+        await ok(client, "save_page", slug="Hub", content="See [[Draft]].\n")
+        await ok(client, "rename_page", slug="Draft", new_name="Final")
+        await ok(client, "rename_page", slug="Final", new_name="done/Done")
+        before = fresh_snapshot(vault_dir)
+        for mode, extra in [
+            ("append", {}),
+            ("prepend", {}),
+            ("edit", {"old_text": "Draft."}),
+            ("section", {"heading": "Notes"}),
+        ]:
+            message = await fails(
+                client, "save_page", slug="Draft", content="x", mode=mode, **extra
+            )
+            assert "'Draft' was renamed: the page 'Draft.md' is now 'done/Done.md'" in message
+            assert "send 'done/done'" in message and "expected_hash=''" in message
+        assert fresh_snapshot(vault_dir) == before
+        created = await ok(
+            client, "save_page", slug="Draft", content="New.\n", mode="append", expected_hash=""
+        )
+        assert created["created"] is True and created["path"] == "Draft.md"
+        await ok(client, "save_page", slug="Draft", content="more\n", mode="append")
+        assert (vault_dir / "Draft.md").read_text(encoding="utf-8") == "New.\nmore\n"
+        # Deleted again, the name is free: a page was there since the rename.
+        await ok(client, "delete_page", slug="Draft")
+        again = await ok(client, "save_page", slug="Draft", content="Third.\n", mode="append")
+        assert again["created"] is True
+        await ok(client, "rename_page", slug="Draft", new_name="Elsewhere")
+        replaced = await ok(client, "save_page", slug="Draft", content="Whole.\n")
+        assert replaced["created"] is True  # a whole page by the old name is a new page
+        pages = (p.relative_to(vault_dir).as_posix() for p in vault_dir.rglob("*.md"))
+        assert sorted(p for p in pages if not p.startswith(".lore/")) == [
+            "Draft.md",
+            "Elsewhere.md",
+            "Hub.md",
+            "done/Done.md",
+        ]
+        assert_matches_fresh(state)

@@ -64,6 +64,21 @@ class LooseNameError(LoreError):
         )
 
 
+class RenamedPageError(LoreError):
+    """A change to part of a page (append, prepend, edit, section) by the name of a page
+    that was renamed: it would start a new page at the old name, holding only the part."""
+
+    def __init__(self, name: str, mode: str, old_path: str, handle: str, new_path: str) -> None:
+        self.name = name
+        self.new_path = new_path
+        super().__init__(
+            f"{name!r} was renamed: the page {old_path!r} is now {new_path!r}, and "
+            f"mode={mode!r} by the old name would start a new page holding only this text. "
+            f"Nothing was written. To change the renamed page, send {handle!r}; to make a "
+            f"new page {name!r} anyway, repeat the call with expected_hash=''."
+        )
+
+
 class InvalidNameError(LoreError):
     """A page name that cannot become a slug or a file name."""
 

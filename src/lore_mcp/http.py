@@ -11,6 +11,8 @@ it under uvicorn.
 Sessions are bounded: one idle for `session_timeout` seconds is closed (its id then
 answers 404 and the client starts a new one), and while `max_sessions` are open a new
 one is refused with 503. A closed or expired session is forgotten, and its memory with it.
+Refused requests are logged a few a minute, one by one; a flood of them is counted in one
+line a minute (`RefusalLog`), so it cannot fill the log.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import signal
 import socket
 import stat
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -58,6 +61,8 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 MAKE_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
 DEFAULT_SESSION_TIMEOUT = 30 * 60.0  # seconds a session may stay idle
 DEFAULT_MAX_SESSIONS = 200  # an abandoned session holds some tens of kilobytes until then
+REFUSALS_LOGGED = 5  # refused requests logged one by one per minute; the rest are counted
+REFUSAL_WINDOW_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -119,15 +124,19 @@ def check_token(token: str, source: str) -> str:
 
 
 def _read_token_file(path: Path) -> str:
+    """The token in the file, which only its owner (and the owner's group, to read) may
+    read or change: a token others can read is no secret, one they can write lets them
+    pick it."""
     try:
         mode = path.stat().st_mode
         text = path.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
         raise LoreError(f"Cannot read the token file {path}: {exc}.") from None
-    if os.name == "posix" and mode & stat.S_IROTH:
+    if os.name == "posix" and mode & (stat.S_IROTH | stat.S_IWGRP | stat.S_IWOTH):
+        who = "readable by every user" if mode & stat.S_IROTH else "writable by other users"
         raise LoreError(
-            f"The token file {path} is readable by every user; run `chmod 600 {path}` "
-            "and start again."
+            f"The token file {path} is {who} (mode {stat.S_IMODE(mode):04o}): anyone who "
+            f"can change it can choose the token. Run `chmod 600 {path}` and start again."
         )
     if not text:
         raise LoreError(
@@ -171,14 +180,57 @@ def _bracketed(host: str) -> str:
 # -- the bearer check -------------------------------------------------------------------------
 
 
+class RefusalLog:
+    """The log lines of refused requests, bounded so that a flood of them cannot fill the
+    log: the first `REFUSALS_LOGGED` of each minute one by one, then, when the minute is
+    over (or the server stops: `flush`), one line saying how many more there were.
+    Thread-safe: requests are refused in the server's thread, `flush` is called from
+    the one that runs it. `clock` gives seconds (injected by tests)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._since = clock()
+        self._logged = 0
+        self._held = 0
+
+    def refused(self, method: str, path: str, client: str) -> None:
+        with self._lock:
+            self._roll()
+            if self._logged >= REFUSALS_LOGGED:
+                self._held += 1
+                return
+            self._logged += 1
+        log.warning("refused %s %s from %s: no valid bearer token", method, path, client)
+
+    def flush(self, *, stopping: bool = False) -> None:
+        """Log the count of the refusals not logged, once their minute is over (or now,
+        when `stopping`)."""
+        with self._lock:
+            self._roll(stopping)
+
+    def _roll(self, now: bool = False) -> None:
+        if not now and self._clock() - self._since < REFUSAL_WINDOW_SECONDS:
+            return
+        if self._held:
+            log.warning(
+                "%d more refused requests in the last minute (no valid bearer token), "
+                "not logged one by one",
+                self._held,
+            )
+        self._since, self._logged, self._held = self._clock(), 0, 0
+
+
 class BearerAuth:
     """Pure ASGI middleware: an HTTP request reaches `app` only with the right bearer token.
 
     Everything else (no header, another scheme, a wrong or malformed token, the header
-    twice) gets 401 with `WWW-Authenticate: Bearer` and never touches the app."""
+    twice) gets 401 with `WWW-Authenticate: Bearer` and never touches the app. Refusals
+    are logged as `refusals` bounds them."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, refusals: RefusalLog | None = None) -> None:
         self.app = app
+        self.refusals = refusals or RefusalLog()
         # Digests of equal length, so the comparison does not even reveal the token's length.
         self._digest = _digest(check_token(token, "the server's settings").encode("ascii"))
 
@@ -202,12 +254,7 @@ class BearerAuth:
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
         client = scope.get("client") or ("?", 0)
-        log.warning(
-            "refused %s %s from %s: no valid bearer token",
-            scope["method"],
-            scope["path"],
-            client[0],
-        )
+        self.refusals.refused(scope["method"], scope["path"], str(client[0]))
         body = json.dumps(
             {
                 "error": "invalid_token",
@@ -295,6 +342,7 @@ def http_app(
     *,
     session_timeout: float = DEFAULT_SESSION_TIMEOUT,
     max_sessions: int = DEFAULT_MAX_SESSIONS,
+    refusals: RefusalLog | None = None,
 ) -> ASGIApp:
     """`server`'s Streamable HTTP app at /mcp, behind the bearer check, with its sessions
     bounded. Its lifespan runs the server's, so the vault opens and closes with the app."""
@@ -306,7 +354,7 @@ def http_app(
         transport_security=transport_security(host),
         host=host,
     )
-    return BearerAuth(MisreadRequests(app), token)
+    return BearerAuth(MisreadRequests(app), token, refusals)
 
 
 def transport_security(host: str) -> TransportSecuritySettings:
@@ -329,12 +377,14 @@ def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
     uvicorn runs in a thread of its own, so the signals reach this thread, which asks it
     to stop (uvicorn takes signals itself only in the main thread, and re-raises them)."""
     sock = _bind(options.host, options.port)
+    refusals = RefusalLog()
     app = http_app(
         server,
         options.token,
         options.host,
         session_timeout=options.session_timeout,
         max_sessions=options.max_sessions,
+        refusals=refusals,
     )
     sessions = (
         f"; at most {options.max_sessions} sessions, each closed after "
@@ -368,12 +418,13 @@ def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
     try:
         thread.start()
         while thread.is_alive() and not stop.wait(0.2):
-            pass
+            refusals.flush()
         # Stop as uvicorn's own signal handler does: sse-starlette hooks handle_exit to
         # end open event streams (a client's GET stream), which otherwise last out the
         # grace period and are then cancelled, with an ERROR and a traceback.
         web.handle_exit(received[0] if received else signal.SIGTERM, None)
         thread.join()
+        refusals.flush(stopping=True)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

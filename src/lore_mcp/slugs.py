@@ -29,6 +29,12 @@ CLOSE_CUTOFF = 60  # the least similarity (0-100) of a close spelling
 RESERVED = frozenset('/\\:*?"<>|#^[]')
 # What Obsidian refuses in a new file name (a folder separator aside).
 NOT_IN_NEW_NAMES = frozenset('\\:*?"<>|#^[]')
+# The names Windows keeps for devices, in any case and with any extension (`nul.txt`):
+# such a file cannot be made or opened there, so no new page or folder is so named.
+WINDOWS_DEVICES = frozenset(
+    ["con", "prn", "aux", "nul"]
+    + [f"{port}{n}" for port in ("com", "lpt") for n in "0123456789¹²³"]
+)
 _DASH_RUN = re.compile(r"-{2,}")
 _DRIVE = re.compile(r"^(?:[A-Za-z]:[\\/]|[\\/]{2})")  # C:\..., C:/..., \\server\...
 
@@ -201,11 +207,42 @@ def file_name(text: str) -> str:
     return " ".join(kept.split()).strip().rstrip(". ").strip()
 
 
+def _check_portable(name: Name, parts: list[str], at: int) -> None:
+    """Refuse a part of a new name that not every file system holds well: one with a
+    control character (a line break, a tab), or a Windows device name (`CON`, `nul.txt`);
+    the error suggests the name with that part changed."""
+    segment = parts[at].strip()
+
+    def instead(safe: str) -> str:
+        return "/".join([*parts[:at], safe, *parts[at + 1 :]])
+
+    if any(unicodedata.category(char) == "Cc" for char in segment):
+        spaced = "".join(" " if unicodedata.category(c) == "Cc" else c for c in segment)
+        safe = " ".join(spaced.split()).lstrip(".").strip()
+        hint = f", such as {instead(safe)!r}" if slugify(safe) else ""
+        raise InvalidNameError(
+            f"{name.given!r} cannot be a new page: {segment!r} holds a control character "
+            f"(a line break, a tab…), which file names do not hold well. Choose a name "
+            f"without one{hint}."
+        )
+    stem = segment.split(".", 1)[0].rstrip(" ")
+    if stem.lower() in WINDOWS_DEVICES:
+        safe = instead(f"{stem} page{segment[len(stem) :]}")
+        raise InvalidNameError(
+            f"{name.given!r} cannot be a new page: Windows keeps the name {stem!r} for a "
+            "device (with any extension, in any case), so the file could not be opened "
+            f"there. Choose another name, such as {safe!r}."
+        )
+
+
 def new_file_path(name: Name) -> str:
     """The vault-relative file a new page named `name` gets: `a/My Page` → `a/My Page.md`.
-    Each part must be a file name Obsidian accepts; the error suggests one that is."""
+    Each part must be a file name Obsidian accepts, on every system a vault may be synced
+    to: no control characters, no Windows device name (`CON`, `nul.txt`). The error
+    suggests a name that is. (Existing files with any name are pages all the same.)"""
     parts: list[str] = []
-    for raw in name.text.split("/"):
+    given = name.text.split("/")
+    for at, raw in enumerate(given):
         segment = raw.strip()
         bad = sorted({char for char in segment if char in NOT_IN_NEW_NAMES})
         if bad:
@@ -224,12 +261,12 @@ def new_file_path(name: Name) -> str:
             raise InvalidNameError(
                 f"The part {segment[:40]!r}… is longer than {MAX_SEGMENT_CHARS} characters."
             )
-        if any(unicodedata.category(char) == "Cc" for char in segment) or not slugify(segment):
+        _check_portable(name, given, at)
+        if not slugify(segment):
             raise InvalidNameError(
                 f"{raw!r} in {name.given!r} has no letters or digits; every new folder and "
-                "page name needs some (and no control characters)."
+                "page name needs some."
             )
-
         parts.append(segment)
     return "/".join(parts) + ".md"
 

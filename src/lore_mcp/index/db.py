@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 8
 CHANGELOG_KEEP = 20_000
+MOVES_KEEP = 10_000  # renames remembered, the latest (see `Index.record_move`)
+_MOVED = "moved:"  # the prefix of a rename's row in `meta`: old path key -> new path
+_MOVED_END = "moved;"  # the first key after every key with that prefix
 _OWN_SCHEMA = """
 CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, page TEXT NOT NULL);
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -317,6 +320,38 @@ class Index:
         if rows:
             self._last_seq = int(rows[-1][0])
         return list(dict.fromkeys(str(key) for _, key in rows))
+
+    # -- pages renamed away ------------------------------------------------------------
+
+    def record_move(self, old_key: str, new_path: str) -> None:
+        """Remember that the page at the path key `old_key` was renamed to the file
+        `new_path`, until a page is there again (`forget_moves`); the latest
+        `MOVES_KEEP` renames are kept. A cache like the rest: a rebuild forgets them."""
+        cursor = self._conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (_MOVED + old_key, new_path)
+        )
+        # By rowid (`+key` keeps the key's index out): only the rows older than the kept
+        # ones are visited, and those were deleted by the renames before.
+        self._conn.execute(
+            "DELETE FROM meta WHERE rowid <= ? AND +key >= ? AND +key < ?",
+            ((cursor.lastrowid or 0) - MOVES_KEEP, _MOVED, _MOVED_END),
+        )
+
+    def moved_to(self, key: str) -> str | None:
+        """The path the page at the path key `key` was last renamed to, if it was."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (_MOVED + key,))
+        found = row.fetchone()
+        return None if found is None else str(found[0])
+
+    def forget_moves(self, keys: Iterable[str]) -> None:
+        """Forget the renames away from these path keys (a page is there again). One
+        look when no rename is remembered, as in a first index."""
+        wanted = [(_MOVED + key,) for key in keys]
+        remembered = self._conn.execute(
+            "SELECT 1 FROM meta WHERE key >= ? AND key < ? LIMIT 1", (_MOVED, _MOVED_END)
+        ).fetchone()
+        if wanted and remembered:
+            self._conn.executemany("DELETE FROM meta WHERE key = ?", wanted)
 
     def record_changes(self, keys: Iterable[str]) -> None:
         """Note the pages and placeholders a write changed, for the other processes."""

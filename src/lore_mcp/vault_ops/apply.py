@@ -65,6 +65,8 @@ def apply(
         index.links.delete_from(paths)
         new = {path for path in paths if path not in vault.pages}
         vault.pages.update(new)
+        # A page is there again: no write by that name is one to a page renamed away.
+        index.forget_moves(path_key(p) for p in paths if p in new or p in announced)
         for page in batch:
             vault.aliases.give(page.row.key, page.aliases)
         touched |= _reresolve(vault, new, candidates)

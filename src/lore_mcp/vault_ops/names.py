@@ -17,7 +17,8 @@ A read takes the first rule that finds something. A write needs rule 1 or 2 and 
 file, or fills a placeholder: a name several files answer to is refused with them, and
 a bare name that matches a page only by rule 3 or 5 is refused, naming that page and
 what to send for either intent. A name that matches nothing is a new page, whose name
-must be a file name Obsidian accepts.
+must be a file name Obsidian accepts; but where a rename took a page away from that name
+(`renamed_to`), a change to part of a page by it is refused (`pages.save_page`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,15 @@ from lore_mcp.errors import (
     LooseNameError,
     PageNotFoundError,
 )
-from lore_mcp.slugs import Name, file_name, new_file_path, parse_name, pick, strip_md
+from lore_mcp.slugs import (
+    Name,
+    file_name,
+    new_file_path,
+    parse_name,
+    path_key,
+    pick,
+    strip_md,
+)
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.files import spelled_on_disk
 
@@ -143,6 +152,18 @@ def for_writing(vault: AppState, name: str) -> Target:
     if close is not None and close.key in vault.pages:
         raise _loose(parsed, close)
     return Target(_new_path(vault, parsed), exists=False)
+
+
+def renamed_to(vault: AppState, rel: str) -> str | None:
+    """The page the file `rel` became by renames, if it was renamed (and then perhaps
+    again) and that page is there; None otherwise, and once a page is at `rel` again."""
+    key, seen = path_key(rel), set()
+    while (moved := vault.index.moved_to(key)) is not None and key not in seen:
+        if moved in vault.pages:
+            return moved
+        seen.add(key)
+        key = path_key(moved)
+    return None
 
 
 def _loose(name: Name, close: Found) -> LooseNameError:

@@ -19,6 +19,7 @@ from lore_mcp.errors import (
     InvalidArgumentError,
     LeadsOutsideError,
     PageNotFoundError,
+    RenamedPageError,
     UnsafePathError,
     VaultError,
 )
@@ -255,11 +256,22 @@ def save_page(
     with writing(vault):
         data = encode(vault, content)
         target = _target(vault, name)
+        if edit.partial and expected_hash is None and not target.exists:
+            _refuse_renamed(vault, name, mode, target)
         current = current_bytes(vault, target.rel)
         check_expected(target.rel, current, expected_hash)
         if edit.partial:
             data = encode(vault, edits.apply(edit, _editable(target, current, edit)))
         return _put(vault, target, current, data, Write("save_page", door, mode))
+
+
+def _refuse_renamed(vault: AppState, name: str, mode: str, target: names.Target) -> None:
+    """Refuse a change to part of a page by a name no page has now, if a rename took the
+    page that had it away (another client's, perhaps one that raced this call): the part
+    would become a page of its own at the old name, beside the renamed page."""
+    if target.placeholder or (moved := names.renamed_to(vault, target.rel)) is None:
+        return
+    raise RenamedPageError(name, mode, target.rel, vault.handle(moved), moved)
 
 
 def _editable(target: names.Target, current: bytes | None, edit: edits.Edit) -> str:

@@ -86,6 +86,8 @@ def rename_page(
                     history.discard(vault.root, version)
             raise
         applied = sync.sync_files(vault, moves.paths())
+        if path_key(old_rel) != path_key(new_rel):  # for a later write by the old name
+            vault.index.record_move(path_key(old_rel), new_rel)
         new_handle = vault.handle(new_rel)
         others = {vault.handle(rel): rel for rel in texts if rel != old_rel}
         audit.append(
