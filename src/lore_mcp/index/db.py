@@ -28,7 +28,7 @@ from lore_mcp.index.search import SEARCH_SCHEMA, SEARCH_TABLES, SearchTable
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 CHANGELOG_KEEP = 20_000
 _OWN_SCHEMA = """
 CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, page TEXT NOT NULL);

@@ -17,12 +17,12 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from lore_mcp import frontmatter, links
 from lore_mcp.config import LARGE_PASS_FILES, LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
 from lore_mcp.errors import UnsafePathError, VaultError
-from lore_mcp.index import LinkRow, PageRow
+from lore_mcp.index import FileStamp, LinkRow, PageRow
 from lore_mcp.slugs import is_hidden, path_key, target_key, title_from_path
 from lore_mcp.vault_ops.paths import (
     collides,
@@ -47,14 +47,27 @@ _READ_FLAGS = os.O_RDONLY | sum(
 
 
 class Stamp(NamedTuple):
-    """What a pass over the files compares with the index: a file's size and mtime."""
+    """What a pass over the files compares with the index: a file's size and mtime, and
+    its inode and ctime, which tell an edit that kept size and mtime (`cp -p`, `rsync
+    -t`): writing the bytes, or putting another file in its place, changes them."""
 
     size: int
     mtime_ns: int
+    inode: int
+    ctime_ns: int
 
     @classmethod
     def of(cls, st: os.stat_result) -> Stamp:
-        return cls(st.st_size, st.st_mtime_ns)
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+    def compare(self, row: FileStamp) -> Literal["same", "renewed", "changed"]:
+        """`changed` when the size or mtime is not the indexed one; else `renewed` when
+        the inode (where both are known: a directory listing on Windows gives none) or
+        the ctime is not, so the bytes may have changed and only their hash can tell."""
+        if (self.size, self.mtime_ns) != (row.size, row.mtime_ns):
+            return "changed"
+        other_inode = self.inode not in (row.inode, 0) and row.inode != 0
+        return "renewed" if other_inode or self.ctime_ns != row.ctime_ns else "same"
 
 
 @dataclass(slots=True)
@@ -101,6 +114,19 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def same_bytes(root: Path, rel_path: str, digest: str) -> Stamp | None:
+    """The stamp of page file `rel_path` now, if its bytes still hash to `digest`; None
+    when they do not, or it cannot be read."""
+    path = real_path(root, rel_path)
+    try:
+        st, data = (None, None) if path is None else read_regular(path, MAX_FILE_BYTES)
+    except OSError:
+        return None
+    if st is None or data is None or content_hash(data) != digest:
+        return None
+    return Stamp.of(st)
+
+
 def decode(data: bytes) -> tuple[str, bool]:
     """The text of a page file; invalid UTF-8 is replaced and reported, never rewritten."""
     try:
@@ -110,13 +136,21 @@ def decode(data: bytes) -> tuple[str, bool]:
 
 
 def parse(
-    rel_path: str, data: bytes, size: int, mtime_ns: int, others: OtherFiles | None = None
+    rel_path: str,
+    data: bytes,
+    size: int,
+    mtime_ns: int,
+    others: OtherFiles | None = None,
+    *,
+    inode: int = 0,
+    ctime_ns: int = 0,
 ) -> Parsed:
-    """A page file's row, text, links, aliases and tags."""
+    """A page file's row (with the stamp it was read at), text, links, aliases and tags."""
     text, bad = decode(data)
     text = text.removeprefix("\ufeff")
+    title = title_from_path(rel_path)
     row = PageRow(
-        rel_path, title_from_path(rel_path), rel_path, size, mtime_ns, content_hash(data), bad
+        rel_path, title, rel_path, size, mtime_ns, content_hash(data), bad, inode, ctime_ns
     )
     properties = frontmatter.split(text)
     found = links.scan(text)
@@ -181,7 +215,15 @@ def _read_page_file(root: Path, rel_path: str, others: OtherFiles | None) -> Par
     if data is None:
         raise Unreadable(f"{st.st_size} bytes is over the {MAX_FILE_BYTES} byte limit")
     try:
-        return parse(rel_path, data, st.st_size, st.st_mtime_ns, others)
+        return parse(
+            rel_path,
+            data,
+            st.st_size,
+            st.st_mtime_ns,
+            others,
+            inode=st.st_ino,
+            ctime_ns=st.st_ctime_ns,
+        )
     except Exception as exc:  # a parser's bug must cost this page only, not the pass
         raise Unreadable(f"it could not be parsed ({type(exc).__name__}: {exc})") from exc
 

@@ -119,10 +119,12 @@ def resync(vault: AppState) -> SyncReport:
 
 
 def changed_on_disk(vault: AppState) -> list[str]:
-    """The page files whose size or modification time is not what the index holds,
-    the new ones and the indexed ones that are gone: found by stat alone, with no write
-    lock. Files the index passes over on purpose (too large) are not counted as
-    changed."""
+    """The page files whose stamp (size, modification time, inode, ctime) is not what
+    the index holds, the new ones and the indexed ones that are gone: found by stat
+    alone, with no write lock. The pass that takes them in compares the hash of a file
+    whose size and mtime are the same (an edit by `cp -p` or `rsync -t`), and stamps it
+    anew when its bytes are too. Files the index passes over on purpose (too large) are
+    not counted as changed."""
     with reading(vault):
         known = vault.index.pages.stamps()
     found = scan_files(vault.root, warn=False)
@@ -130,7 +132,7 @@ def changed_on_disk(vault: AppState) -> list[str]:
     for rel, stamp in found.items():
         row = known.get(rel)
         if row is not None:
-            if (row.size, row.mtime_ns) != stamp:
+            if stamp.compare(row) != "same":
                 changed.append(rel)
         elif stamp.size <= MAX_FILE_BYTES:
             changed.append(rel)

@@ -19,7 +19,14 @@ from lore_mcp.index import FileStamp
 from lore_mcp.models import SyncReport
 from lore_mcp.vault_ops.apply import Applied, apply
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import OtherFiles, Parsed, Stamp, read_many, scan_files
+from lore_mcp.vault_ops.files import (
+    OtherFiles,
+    Parsed,
+    Stamp,
+    read_many,
+    same_bytes,
+    scan_files,
+)
 from lore_mcp.vault_ops.paths import real_path
 
 log = logging.getLogger(__name__)
@@ -92,7 +99,8 @@ def _sync_unguarded(
                 if old is not None:  # it was indexed: a page is gone
                     counts["removed"] += 1
             elif old is not None and old.hash == page.row.hash:
-                vault.index.pages.touch(rel, page.row.size, page.row.mtime_ns)
+                row = page.row
+                vault.index.pages.touch(rel, row.size, row.mtime_ns, row.inode, row.ctime_ns)
                 counts["unchanged"] += 1
             else:
                 counts["updated" if old is not None else "added"] += 1
@@ -118,11 +126,14 @@ class _Plan:
     todo: list[str]  # the files to read, sorted
     known: dict[str, FileStamp]  # the index rows at those paths
     removals: set[str]  # indexed pages whose files are gone
-    unchanged: int  # files found unchanged by their stamps
+    unchanged: int  # files found unchanged by their stamps (or their hashes)
 
 
 def _plan(vault: AppState, scope: list[str] | None) -> _Plan:
-    """Compare the files (all, or those under `scope`) with the index."""
+    """Compare the files (all, or those under `scope`) with the index: by their stamps,
+    and for a file whose stamp says only that it may have changed (its inode or ctime is
+    new, its size and mtime are not), by the hash of its bytes; an unchanged one is
+    stamped anew, so that the next pass finds it by stat alone."""
     if scope is None:
         others: set[str] = set()
         files = scan_files(vault.root, others=others)
@@ -135,7 +146,11 @@ def _plan(vault: AppState, scope: list[str] | None) -> _Plan:
     plan = _Plan([], {}, {rel for rel in indexed if rel not in files}, 0)
     for rel, stamp in sorted(files.items()):
         row = indexed.get(rel)
-        if row is not None and (row.size, row.mtime_ns) == stamp:
+        seen = "changed" if row is None else stamp.compare(row)
+        if seen == "renewed" and row is not None and (now := same_bytes(vault.root, rel, row.hash)):
+            vault.index.pages.touch(rel, *now)
+            seen = "same"
+        if seen == "same":
             plan.unchanged += 1
         else:
             plan.todo.append(rel)
