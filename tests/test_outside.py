@@ -7,13 +7,18 @@ index keeps for each file and a hash of the bytes of a file whose stamp says onl
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import write
+from lore_mcp import audit
 from lore_mcp import vault_ops as engine
+from lore_mcp.cli import main
 from lore_mcp.vault_ops import AppState
 from lore_mcp.watcher import start_watcher
 
@@ -102,3 +107,113 @@ def test_a_new_ctime_with_the_same_bytes_costs_a_hash_once(vault_dir: Path) -> N
         assert engine.changed_on_disk(state) == []
     finally:
         state.close()
+
+
+# -- on the record --------------------------------------------------------------------------
+
+
+def sha(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def records(root: Path) -> list[audit.AuditRecord]:
+    return audit.read_log(root).records
+
+
+def replace_as_an_editor(path: Path, text: str) -> None:
+    """Write a new file beside the page and rename it over the page, as editors do."""
+    temp = path.with_name(path.name + ".swp")
+    temp.write_text(text, encoding="utf-8")
+    temp.replace(path)
+
+
+def test_an_outside_edit_of_what_an_agent_wrote_is_logged_and_kept(vault_dir: Path) -> None:
+    state = engine.open_vault(vault_dir)
+    try:
+        start_watcher(state, 0.05, check_every=3600)
+        engine.save_page(state, "Page", "the agent's words\n")  # its own event: no record
+        replace_as_an_editor(vault_dir / "Page.md", "edited outside\n")
+        deadline = time.monotonic() + 10
+        while len(records(vault_dir)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        saved, edited = records(vault_dir)
+        assert (saved.door, saved.tool) == ("api", "save_page")
+        assert (edited.door, edited.tool, edited.slug, edited.path) == (
+            "outside",
+            "edit",
+            "page",
+            "Page.md",
+        )
+        assert (edited.before, edited.after) == (saved.after, sha(b"edited outside\n"))
+        assert edited.kept is True and edited.history_path is not None
+        assert (vault_dir / edited.history_path).read_bytes() == b"the agent's words\n"
+        kept = engine.read_version(state, "Page", 1)
+        assert (kept.content, kept.version and kept.version.door) == (
+            "the agent's words\n",
+            "outside",
+        )
+        engine.restore_page(state, "Page", 1)  # and it comes back through the tools
+        assert (vault_dir / "Page.md").read_bytes() == b"the agent's words\n"
+    finally:
+        state.close()
+
+
+def test_a_version_no_tool_wrote_is_not_kept_and_the_record_says_so(vault_dir: Path) -> None:
+    page = write(vault_dir, "Page.md", "written outside\n")
+    state = engine.open_vault(vault_dir)  # a first index: nothing to compare, no record
+    try:
+        assert records(vault_dir) == []
+        page.write_text("edited outside\n", encoding="utf-8")
+        engine.apply_external_changes(state, ["Page.md"])
+        (edited,) = records(vault_dir)
+        assert (edited.door, edited.tool, edited.before, edited.after) == (
+            "outside",
+            "edit",
+            sha(b"written outside\n"),
+            sha(b"edited outside\n"),
+        )
+        assert (edited.kept, edited.history_path) == (False, None)
+        assert engine.page_history(state, "Page").versions == []
+    finally:
+        state.close()
+
+
+def test_outside_creates_and_deletes_are_logged(vault_dir: Path) -> None:
+    state = engine.open_vault(vault_dir)
+    try:
+        engine.save_page(state, "Gone", "links [[New]]\n")
+        (vault_dir / "Gone.md").unlink()
+        write(vault_dir, "New.md", "new\n")
+        assert engine.changed_on_disk(state) == ["Gone.md", "New.md"]  # the periodic check
+        engine.apply_external_changes(state, engine.changed_on_disk(state))
+        _, *found = records(vault_dir)
+        by_tool = {r.tool: r for r in found}
+        assert sorted(by_tool) == ["create", "delete"] and len(found) == 2
+        created, deleted = by_tool["create"], by_tool["delete"]
+        assert (created.path, created.before, created.after, created.kept) == (
+            "New.md",
+            None,
+            sha(b"new\n"),
+            None,
+        )
+        assert (deleted.path, deleted.after, deleted.kept) == ("Gone.md", None, True)
+        assert engine.read_version(state, "Gone", 1).content == "links [[New]]\n"
+    finally:
+        state.close()
+
+
+def test_a_start_up_pass_records_what_changed_while_no_server_ran(
+    vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = engine.open_vault(vault_dir)
+    engine.save_page(state, "Page", "the agent's words\n")
+    state.close()
+    replace_as_an_editor(vault_dir / "Page.md", "edited outside\n")
+    state = engine.open_vault(vault_dir)
+    state.close()
+    engine.open_vault(vault_dir).close()  # once only
+    _, edited = records(vault_dir)
+    assert (edited.door, edited.tool, edited.kept) == ("outside", "edit", True)
+    assert main(["--vault", str(vault_dir), "log"]) == 0
+    out = capsys.readouterr().out
+    assert "outside" in out and "edit" in out and "what it replaced is kept in" in out

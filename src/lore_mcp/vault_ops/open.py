@@ -68,8 +68,8 @@ def index_vault(
     try:
         with vault.lock, vault.index.write(patience), _no_cycle_collection():
             apply.load(vault)
-            journal.recover(vault.root)  # the pass below takes in what it finishes
-            report = sync.sync(vault, progress=progress)
+            finished = journal.recover(vault.root)  # the pass below takes in what it finishes
+            report = sync.sync(vault, progress=progress, outside=True, ours=finished)
     finally:
         vault.ready.set()
     log.info(
@@ -104,18 +104,19 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def apply_external_changes(vault: AppState, rel_paths: Iterable[str]) -> SyncReport:
     """Apply edits made outside the server to the given files or folders (as the file
-    system names them, or as page paths: see `paths.shown`). Idempotent: files whose
-    size, time and content are unchanged cost a stat, at most a hash."""
+    system names them, or as page paths: see `paths.shown`), recording them as made
+    outside (see `outside`). Idempotent: files whose size, time and content are
+    unchanged cost a stat, at most a hash."""
     scope = [shown(p.strip("/")) for p in rel_paths if p.strip("/") and not ignored(p)]
     with writing(vault, check_read_only=False):
-        return sync.sync(vault, scope=scope)
+        return sync.sync(vault, scope=scope, outside=True)
 
 
 def resync(vault: AppState) -> SyncReport:
     """The pass a start-up makes, over every file (a stat for those unchanged): for
     when file events were lost, or too many came to be worth sorting."""
     with writing(vault, check_read_only=False), _no_cycle_collection():
-        return sync.sync(vault)
+        return sync.sync(vault, outside=True)
 
 
 def changed_on_disk(vault: AppState) -> list[str]:

@@ -9,7 +9,7 @@ import logging
 import stat
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,7 @@ from lore_mcp.vault_ops.files import (
     same_bytes,
     scan_files,
 )
+from lore_mcp.vault_ops.outside import Change, record, remember
 from lore_mcp.vault_ops.paths import real_path
 
 log = logging.getLogger(__name__)
@@ -35,14 +36,25 @@ Progress = Callable[[int, int], None]
 
 
 def sync(
-    vault: AppState, scope: Iterable[str] | None = None, progress: Progress | None = None
+    vault: AppState,
+    scope: Iterable[str] | None = None,
+    progress: Progress | None = None,
+    *,
+    outside: bool = False,
+    ours: Collection[str] = (),
 ) -> SyncReport:
     """Bring the index in line with the files: parse what changed, drop what is gone.
     With `scope` (vault-relative files or folders), only those paths are looked at.
+    With `outside`, what changed was changed outside lore (the watcher, the periodic
+    check, a start-up pass) and goes on the record (see `outside.record`), but for the
+    files at `ours`, which lore changed itself (a rename it finished).
     When it fails, the caller's transaction rolls back, and the graph and slug sets
     (changed already) are marked to be loaded again."""
     started = time.perf_counter()
     done = _sync(vault, scope, progress)
+    if outside and not done.cold:
+        changes = [change for change in done.changes if change.path not in ours]
+        record(vault, changes, done.applied.created, done.applied.removed)
     return SyncReport(
         pages=len(vault.pages),
         placeholders=len(vault.placeholders),
@@ -57,19 +69,24 @@ def sync(
 
 
 def sync_files(vault: AppState, paths: Iterable[str]) -> Applied:
-    """Take in the files (or folders) a write just changed; the placeholders that made
-    and removed."""
-    return _sync(vault, paths, None).applied
+    """Take in the files (or folders) a write just changed, copying what they hold now
+    for their history (see `outside.remember`); the placeholders that made and removed."""
+    done = _sync(vault, paths, None)
+    remember(vault, done.changes)
+    return done.applied
 
 
 @dataclass(slots=True)
 class _Done:
     """What a pass did: the placeholders it made and removed, how many files it added,
-    updated, removed and found unchanged, and the files it passed over (with why)."""
+    updated, removed and found unchanged, and the files it passed over (with why); the
+    page files it found changed, and whether it started from an empty index (`cold`)."""
 
     applied: Applied
     counts: dict[str, int]
     skipped: list[str]
+    changes: list[Change]
+    cold: bool
 
 
 def _sync(vault: AppState, scope: Iterable[str] | None, progress: Progress | None) -> _Done:
@@ -88,6 +105,7 @@ def _sync_unguarded(
     plan = _plan(vault, None if scope is None else sorted(set(scope)))
     counts: dict[str, int] = defaultdict(int)
     vanished: list[str] = []
+    changes: list[Change] = []
 
     def pages() -> Iterator[Parsed]:
         for done, (rel, page) in enumerate(
@@ -98,12 +116,14 @@ def _sync_unguarded(
                 vanished.append(rel)
                 if old is not None:  # it was indexed: a page is gone
                     counts["removed"] += 1
+                    changes.append(Change(rel, old.hash, None))
             elif old is not None and old.hash == page.row.hash:
                 row = page.row
                 vault.index.pages.touch(rel, row.size, row.mtime_ns, row.inode, row.ctime_ns)
                 counts["unchanged"] += 1
             else:
                 counts["updated" if old is not None else "added"] += 1
+                changes.append(Change(rel, None if old is None else old.hash, page.row.hash))
                 yield page
             if progress is not None:
                 progress(done, len(plan.todo))
@@ -116,7 +136,8 @@ def _sync_unguarded(
         applied.removed += more.removed
     counts["removed"] += len(plan.removals)
     counts["unchanged"] += plan.unchanged
-    return _Done(applied, counts, [])
+    changes += [Change(rel, digest, None) for rel, digest in sorted(plan.removals.items())]
+    return _Done(applied, counts, [], changes, plan.cold)
 
 
 @dataclass(slots=True)
@@ -125,8 +146,9 @@ class _Plan:
 
     todo: list[str]  # the files to read, sorted
     known: dict[str, FileStamp]  # the index rows at those paths
-    removals: set[str]  # indexed pages whose files are gone
+    removals: dict[str, str]  # indexed pages whose files are gone, with their hashes
     unchanged: int  # files found unchanged by their stamps (or their hashes)
+    cold: bool  # a pass over every file, and the index held none
 
 
 def _plan(vault: AppState, scope: list[str] | None) -> _Plan:
@@ -143,7 +165,8 @@ def _plan(vault: AppState, scope: list[str] | None) -> _Plan:
         indexed = vault.index.pages.stamps()
     else:
         files, indexed = _scan_scope(vault, scope)
-    plan = _Plan([], {}, {rel for rel in indexed if rel not in files}, 0)
+    gone = {rel: row.hash for rel, row in indexed.items() if rel not in files}
+    plan = _Plan([], {}, gone, 0, cold=scope is None and not indexed)
     for rel, stamp in sorted(files.items()):
         row = indexed.get(rel)
         seen = "changed" if row is None else stamp.compare(row)
@@ -198,6 +221,7 @@ def _stamp(root: Path, rel: str) -> Stamp | None:
 
 
 def forget(vault: AppState, rel_path: str) -> None:
-    """Take a file that vanished mid-operation out of the index, in a transaction of its own."""
+    """Take a file that vanished mid-operation out of the index, in a transaction of its
+    own: a change made outside."""
     with vault.index.write():
-        sync(vault, scope=[rel_path])
+        sync(vault, scope=[rel_path], outside=True)
