@@ -19,6 +19,7 @@ from conftest import write
 from lore_mcp import audit
 from lore_mcp import vault_ops as engine
 from lore_mcp.cli import main
+from lore_mcp.errors import VaultError
 from lore_mcp.vault_ops import AppState
 from lore_mcp.watcher import start_watcher
 
@@ -217,3 +218,22 @@ def test_a_start_up_pass_records_what_changed_while_no_server_ran(
     assert main(["--vault", str(vault_dir), "log"]) == 0
     out = capsys.readouterr().out
     assert "outside" in out and "edit" in out and "what it replaced is kept in" in out
+
+
+def test_a_rename_lore_finishes_at_start_is_not_an_outside_change(vault_dir: Path) -> None:
+    """A rename cut short after moving the page (a file stands where the history's new
+    folder must go) is finished by the next start: lore's own change, not an outside one."""
+    write(vault_dir, "Draft.md", "first\n")
+    state = engine.open_vault(vault_dir)
+    try:
+        engine.save_page(state, "Draft", "draft\n")  # keeps "first": the history has a folder
+        obstacle = vault_dir / ".lore/history/archive"
+        obstacle.write_bytes(b"in the way")
+        with pytest.raises(VaultError):
+            engine.rename_page(state, "Draft", "archive/Final")
+    finally:
+        state.close()
+    obstacle.unlink()
+    engine.open_vault(vault_dir).close()
+    assert [(r.door, r.tool) for r in records(vault_dir)] == [("api", "save_page")]
+    assert (vault_dir / "archive/Final.md").read_bytes() == b"draft\n"
