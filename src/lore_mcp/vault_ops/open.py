@@ -7,7 +7,8 @@ that cannot get it in time fails with `VaultBusyError`, having changed nothing.
 
 Edits made outside reach the index through `apply_external_changes` (the files a
 watcher saw change), `resync` (a pass over every file, when events were lost) and
-`changed_on_disk` (what differs, found by stat alone, for a periodic check).
+`changed_on_disk` (what differs, found by stat alone, for a periodic check). These
+passes, and the start-up pass, put what they find on the record (see `outside`).
 """
 
 from __future__ import annotations
