@@ -19,16 +19,10 @@ from lore_mcp.index import FileStamp
 from lore_mcp.models import SyncReport
 from lore_mcp.vault_ops.apply import Applied, apply
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import (
-    OtherFiles,
-    Parsed,
-    Stamp,
-    read_many,
-    same_bytes,
-    scan_files,
-)
+from lore_mcp.vault_ops.files import OtherFiles, Parsed, Stamp, same_bytes, scan_files
 from lore_mcp.vault_ops.outside import Change, record, remember
 from lore_mcp.vault_ops.paths import real_path
+from lore_mcp.vault_ops.readers import read_many
 
 log = logging.getLogger(__name__)
 
