@@ -237,3 +237,22 @@ def test_a_rename_lore_finishes_at_start_is_not_an_outside_change(vault_dir: Pat
     engine.open_vault(vault_dir).close()
     assert [(r.door, r.tool) for r in records(vault_dir)] == [("api", "save_page")]
     assert (vault_dir / "archive/Final.md").read_bytes() == b"draft\n"
+
+
+def test_after_a_rename_an_outside_edit_still_keeps_what_the_tools_wrote(vault_dir: Path) -> None:
+    state = engine.open_vault(vault_dir)
+    try:
+        engine.save_page(state, "Draft", "the agent's words\n")
+        engine.rename_page(state, "Draft", "Final")
+        replace_as_an_editor(vault_dir / "Final.md", "edited outside\n")
+        engine.apply_external_changes(state, ["Final.md"])
+        edited = records(vault_dir)[-1]
+        assert (edited.door, edited.tool, edited.path, edited.kept) == (
+            "outside",
+            "edit",
+            "Final.md",
+            True,
+        )
+        assert engine.read_version(state, "Final", 1).content == "the agent's words\n"
+    finally:
+        state.close()

@@ -58,8 +58,9 @@ class Change:
 def remember(vault: AppState, changes: Iterable[Change]) -> None:
     """After a tool's write: copy the bytes the index now holds of each page file it
     changed (up to the size a save may write), and drop the copies of those it removed.
-    A copy that cannot be made costs only the history of a later outside change."""
-    for change in changes:
+    A copy that cannot be made costs only the history of a later outside change. The
+    removed go first: where names ignore case, `Draft.md`'s folder is `draft.md`'s."""
+    for change in sorted(changes, key=lambda change: change.after is not None):
         folder = _copies(vault, change.path)
         try:
             _drop(folder)
