@@ -592,9 +592,9 @@ def test_read_only_state_refuses_writes(vault_dir: Path) -> None:
 def test_a_pass_read_by_worker_processes_equals_one_read_here(
     vault_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lore_mcp.vault_ops import files
+    from lore_mcp.vault_ops import readers
 
-    monkeypatch.setattr(files, "LARGE_PASS_FILES", 500)  # workers from 500 files, not 20,000
+    monkeypatch.setattr(readers, "LARGE_PASS_FILES", 500)  # workers from 500 files, not 20,000
     count = 550
     for i in range(count):
         links = f"[[Page {i * 7 % count}]] [[Missing {i % 13}]] [[f{i % 3}/Page {i // 2}]]"

@@ -5,8 +5,9 @@ server, the `lore` command line, or the Python API), appends one line: when, whi
 door and tool, and through the MCP door which session and client (the name and
 version it gave in `initialize`), the page(s), the SHA-256 of the content before and
 after, and the placeholders created and removed. It is the record of what an agent wrote. A save
-that changes nothing (same content) is not a write and is not logged; nor are edits
-made outside (an editor, `git pull`) that the watcher applies to the index.
+that changes nothing (same content) is not a write and is not logged. Changes made
+outside (an editor, `git pull`), as the watcher, the periodic check or a start-up pass
+finds them, are logged too, with door `outside` (see `vault_ops.outside`).
 
 The file is only ever appended to. Each line goes out in one `write` and is fsynced
 before the operation returns. Writers run inside the index's write transaction, which
@@ -81,8 +82,13 @@ class AuditRecord(BaseModel):
     """One write, as one line of `.lore/audit.jsonl`."""
 
     time: str = Field(default_factory=_now, description="UTC, ISO 8601, milliseconds")
-    door: str = Field(description="mcp, cli or api: who asked for the write")
-    tool: str = Field(description="save_page, delete_page or rename_page")
+    door: str = Field(
+        description="mcp, cli or api: who asked for the write; outside: a change lore found"
+    )
+    tool: str = Field(
+        description="save_page, delete_page or rename_page; for door outside: create, "
+        "edit or delete"
+    )
     mode: str | None = Field(
         default=None,
         description="save_page: replace, append, prepend, edit or section; restore_page: restore",
@@ -104,7 +110,14 @@ class AuditRecord(BaseModel):
     before: str | None = Field(description="sha256:… of the file before; null if none")
     after: str | None = Field(description="sha256:… of the file after; null once deleted")
     history_path: str | None = Field(
-        default=None, description="delete_page: where its last version is kept"
+        default=None,
+        description="delete_page: where its last version is kept; door outside: where the "
+        "version the change replaced is kept",
+    )
+    kept: bool | None = Field(
+        default=None,
+        description="door outside: whether the version the change replaced is kept (false "
+        "when lore never had its bytes: an outside program wrote it); null for a create",
     )
     rewritten: list[PageChange] = Field(
         default_factory=list, description="rename_page: other pages whose links were rewritten"
@@ -169,6 +182,18 @@ def append(root: Path, record: AuditRecord) -> None:
     """Append `record` as one line and fsync it. Never raises: a failure is logged."""
     try:
         _append_line(log_path(root), record.model_dump_json().encode("utf-8"))
+    except OSError as exc:
+        log.error("could not write the audit log of %s: %s", root, exc)
+
+
+def append_all(root: Path, records: list[AuditRecord]) -> None:
+    """Append `records`, a line each, in one write and one fsync (a pass may find
+    thousands of outside changes). Never raises: a failure is logged."""
+    if not records:
+        return
+    lines = b"\n".join(record.model_dump_json().encode("utf-8") for record in records)
+    try:
+        _append_line(log_path(root), lines)
     except OSError as exc:
         log.error("could not write the audit log of %s: %s", root, exc)
 

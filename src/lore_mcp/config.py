@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 # Where a vault keeps what lore-mcp adds to it. `.lore/cache/` is a cache (deleting it
@@ -30,9 +31,20 @@ PAGE_ROWS = 500  # rows of a paged list one tool result holds at most (the size 
 
 BUSY_TIMEOUT_S = 30.0  # how long a write waits for another process's write lock
 
+
+def _env_int(name: str, default: int) -> int:
+    """A whole number from the environment variable `name`; `default` if unset or not one."""
+    try:
+        return int(os.environ.get(name, ""))
+    except ValueError:
+        return default
+
+
 # A pass over this many files or more reads them in worker processes and gives SQLite a
 # larger page cache. Both cost memory that a vault of a few thousand pages does not repay.
-LARGE_PASS_FILES = 20_000
+# LORE_LARGE_PASS_FILES sets another threshold (the tests use a small one).
+LARGE_PASS_FILES_ENV = "LORE_LARGE_PASS_FILES"
+LARGE_PASS_FILES = _env_int(LARGE_PASS_FILES_ENV, 20_000)
 LARGE_PASS_CACHE_KIB = 65_536
 
 VAULT_ENV = "LORE_VAULT"

@@ -363,6 +363,10 @@ def _change(record: AuditRecord) -> Text:
         parts = [f"deleted {short(record.before)}, kept in {record.history_path or 'nowhere'}"]
     else:
         parts = [f"{short(record.before)} -> {short(record.after)}"]
+        if record.history_path:  # an outside edit of a version lore had
+            parts.append(f"what it replaced is kept in {record.history_path}")
+        elif record.kept is False:
+            parts.append("what it replaced was not kept (lore never had those bytes)")
     if record.rewritten:
         parts.append(f"links rewritten in {plural(len(record.rewritten), 'page')}")
     if record.placeholders_created:

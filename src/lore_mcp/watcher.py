@@ -12,7 +12,8 @@ an observer dies, a batch fails. Then the worker runs the pass a start-up runs
 (`resync`: every file, a stat for those unchanged), and a batch too large to be worth
 sorting is taken as a storm and gets the same pass. Every `check_every` seconds the
 worker also compares the files' sizes and times with the index (`changed_on_disk`, a
-stat per file and no write lock) and takes in whatever no event reported.
+stat per file and no write lock) and takes in whatever no event reported. Each change
+taken in gets an audit record with door `outside` (see `vault_ops.outside`).
 """
 
 from __future__ import annotations

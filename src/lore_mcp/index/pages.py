@@ -1,5 +1,7 @@
 """The pages table: one row per page file, keyed by its path, and per placeholder (a
-row with no path), keyed by its link key; with their aliases, tags and names."""
+row with no path), keyed by its link key; with their aliases, tags and names. A page
+file's row holds what a pass compares with the disk: its size, modification time, inode
+and status-change time (ctime), and the hash of its bytes."""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ CREATE TABLE pages(
     size INTEGER NOT NULL DEFAULT 0,
     mtime_ns INTEGER NOT NULL DEFAULT 0,
     hash TEXT NOT NULL DEFAULT '',
-    bad_utf8 INTEGER NOT NULL DEFAULT 0
+    bad_utf8 INTEGER NOT NULL DEFAULT 0,
+    inode INTEGER NOT NULL DEFAULT 0,
+    ctime_ns INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX pages_modified ON pages(mtime_ns);
 CREATE INDEX pages_slug ON pages(slug, key);
@@ -35,8 +39,8 @@ CREATE INDEX names_name ON names(name);
 CREATE INDEX names_page ON names(page);
 CREATE VIRTUAL TABLE names_text USING fts5(text, tokenize = 'trigram');
 """
-_COLUMNS = "key, title, path, size, mtime_ns, hash, bad_utf8"
-_STAMP = "SELECT path, key, size, mtime_ns, hash FROM pages"
+_COLUMNS = "key, title, path, size, mtime_ns, hash, bad_utf8, inode, ctime_ns"
+_STAMP = "SELECT path, key, size, mtime_ns, hash, inode, ctime_ns FROM pages"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +55,8 @@ class PageRow:
     mtime_ns: int = 0
     hash: str = ""
     bad_utf8: bool = False
+    inode: int = 0
+    ctime_ns: int = 0
 
     @property
     def is_placeholder(self) -> bool:
@@ -65,6 +71,8 @@ class FileStamp(NamedTuple):
     size: int
     mtime_ns: int
     hash: str
+    inode: int
+    ctime_ns: int
 
 
 def name_keys(row: PageRow, aliases: Sequence[str] = ()) -> set[str]:
@@ -81,8 +89,8 @@ def _slug(row: PageRow) -> str:
 
 
 def _row(row: Any) -> PageRow:
-    key, title, path, size, mtime_ns, hash_, bad = row
-    return PageRow(key, title, path, size, mtime_ns, hash_, bool(bad))
+    key, title, path, size, mtime_ns, hash_, bad, inode, ctime_ns = row
+    return PageRow(key, title, path, size, mtime_ns, hash_, bool(bad), inode, ctime_ns)
 
 
 class PageTable:
@@ -98,12 +106,23 @@ class PageTable:
         """Insert or replace rows by key, with their aliases and tags; their ids, by key."""
         aliases, tags = aliases or {}, tags or {}
         self._conn.executemany(
-            f"INSERT INTO pages({_COLUMNS}, slug) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            f"INSERT INTO pages({_COLUMNS}, slug) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(key) DO UPDATE SET title=excluded.title, path=excluded.path, "
             "size=excluded.size, mtime_ns=excluded.mtime_ns, hash=excluded.hash, "
-            "bad_utf8=excluded.bad_utf8",
+            "bad_utf8=excluded.bad_utf8, inode=excluded.inode, ctime_ns=excluded.ctime_ns",
             [
-                (r.key, r.title, r.path, r.size, r.mtime_ns, r.hash, int(r.bad_utf8), _slug(r))
+                (
+                    r.key,
+                    r.title,
+                    r.path,
+                    r.size,
+                    r.mtime_ns,
+                    r.hash,
+                    int(r.bad_utf8),
+                    r.inode,
+                    r.ctime_ns,
+                    _slug(r),
+                )
                 for r in rows
             ],
         )
@@ -203,10 +222,11 @@ class PageTable:
             rows = self._conn.execute(sql, (part,))
         return [key for key, _ in sorted(rows, key=lambda row: (row[1], row[0]))][:limit]
 
-    def touch(self, key: str, size: int, mtime_ns: int) -> None:
-        """A file whose content is unchanged got a new size or modification time."""
+    def touch(self, key: str, size: int, mtime_ns: int, inode: int, ctime_ns: int) -> None:
+        """A file whose content is unchanged got a new size, time or inode."""
         self._conn.execute(
-            "UPDATE pages SET size = ?, mtime_ns = ? WHERE key = ?", (size, mtime_ns, key)
+            "UPDATE pages SET size = ?, mtime_ns = ?, inode = ?, ctime_ns = ? WHERE key = ?",
+            (size, mtime_ns, inode, ctime_ns, key),
         )
 
     def get(self, key: str) -> PageRow | None:

@@ -5,23 +5,19 @@ from __future__ import annotations
 import errno
 import hashlib
 import logging
-import multiprocessing
 import os
 import stat
 import tempfile
 import time
-from collections import Counter, deque
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from lore_mcp import frontmatter, links
-from lore_mcp.config import LARGE_PASS_FILES, LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
+from lore_mcp.config import LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
 from lore_mcp.errors import UnsafePathError, VaultError
-from lore_mcp.index import LinkRow, PageRow
+from lore_mcp.index import FileStamp, LinkRow, PageRow
 from lore_mcp.slugs import is_hidden, path_key, target_key, title_from_path
 from lore_mcp.vault_ops.ignore import Ignores, leaves_out
 from lore_mcp.vault_ops.paths import (
@@ -37,7 +33,6 @@ from lore_mcp.vault_ops.paths import (
 log = logging.getLogger(__name__)
 
 TEMP_PREFIX = ".lore-tmp-"
-READ_CHUNK = 200
 STALE_TEMP_SECONDS = 3600
 # A page is opened at its real path: not through a symlink put there since it was resolved,
 # and without blocking on a FIFO that an outside program named `x.md`.
@@ -47,14 +42,27 @@ _READ_FLAGS = os.O_RDONLY | sum(
 
 
 class Stamp(NamedTuple):
-    """What a pass over the files compares with the index: a file's size and mtime."""
+    """What a pass over the files compares with the index: a file's size and mtime, and
+    its inode and ctime, which tell an edit that kept size and mtime (`cp -p`, `rsync
+    -t`): writing the bytes, or putting another file in its place, changes them."""
 
     size: int
     mtime_ns: int
+    inode: int
+    ctime_ns: int
 
     @classmethod
     def of(cls, st: os.stat_result) -> Stamp:
-        return cls(st.st_size, st.st_mtime_ns)
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+    def compare(self, row: FileStamp) -> Literal["same", "renewed", "changed"]:
+        """`changed` when the size or mtime is not the indexed one; else `renewed` when
+        the inode (where both are known: a directory listing on Windows gives none) or
+        the ctime is not, so the bytes may have changed and only their hash can tell."""
+        if (self.size, self.mtime_ns) != (row.size, row.mtime_ns):
+            return "changed"
+        other_inode = self.inode not in (row.inode, 0) and row.inode != 0
+        return "renewed" if other_inode or self.ctime_ns != row.ctime_ns else "same"
 
 
 @dataclass(slots=True)
@@ -101,6 +109,19 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def same_bytes(root: Path, rel_path: str, digest: str) -> Stamp | None:
+    """The stamp of page file `rel_path` now, if its bytes still hash to `digest`; None
+    when they do not, or it cannot be read."""
+    path = real_path(root, rel_path)
+    try:
+        st, data = (None, None) if path is None else read_regular(path, MAX_FILE_BYTES)
+    except OSError:
+        return None
+    if st is None or data is None or content_hash(data) != digest:
+        return None
+    return Stamp.of(st)
+
+
 def decode(data: bytes) -> tuple[str, bool]:
     """The text of a page file; invalid UTF-8 is replaced and reported, never rewritten."""
     try:
@@ -110,13 +131,21 @@ def decode(data: bytes) -> tuple[str, bool]:
 
 
 def parse(
-    rel_path: str, data: bytes, size: int, mtime_ns: int, others: OtherFiles | None = None
+    rel_path: str,
+    data: bytes,
+    size: int,
+    mtime_ns: int,
+    others: OtherFiles | None = None,
+    *,
+    inode: int = 0,
+    ctime_ns: int = 0,
 ) -> Parsed:
-    """A page file's row, text, links, aliases and tags."""
+    """A page file's row (with the stamp it was read at), text, links, aliases and tags."""
     text, bad = decode(data)
     text = text.removeprefix("\ufeff")
+    title = title_from_path(rel_path)
     row = PageRow(
-        rel_path, title_from_path(rel_path), rel_path, size, mtime_ns, content_hash(data), bad
+        rel_path, title, rel_path, size, mtime_ns, content_hash(data), bad, inode, ctime_ns
     )
     properties = frontmatter.split(text)
     found = links.scan(text)
@@ -181,7 +210,15 @@ def _read_page_file(root: Path, rel_path: str, others: OtherFiles | None) -> Par
     if data is None:
         raise Unreadable(f"{st.st_size} bytes is over the {MAX_FILE_BYTES} byte limit")
     try:
-        return parse(rel_path, data, st.st_size, st.st_mtime_ns, others)
+        return parse(
+            rel_path,
+            data,
+            st.st_size,
+            st.st_mtime_ns,
+            others,
+            inode=st.st_ino,
+            ctime_ns=st.st_ctime_ns,
+        )
     except Exception as exc:  # a parser's bug must cost this page only, not the pass
         raise Unreadable(f"it could not be parsed ({type(exc).__name__}: {exc})") from exc
 
@@ -198,38 +235,6 @@ def read_regular(path: Path, limit: int | None = None) -> tuple[os.stat_result, 
         if limit is not None and st.st_size > limit:
             return st, None
         return st, handle.read()
-
-
-def read_many(
-    root: Path, rel_paths: Sequence[str], others: OtherFiles | None, readers: int
-) -> Iterator[tuple[str, Parsed | None]]:
-    """`read_page_file` for many files, in order. With many files and `readers` above
-    0, that many worker processes read and parse them while this process takes in what
-    they give back (reading and parsing is about half the work of a first index). If a
-    worker fails to start or dies, the rest is read here."""
-    if len(rel_paths) < LARGE_PASS_FILES or readers < 1:
-        yield from ((rel, read_page_file(root, rel, others)) for rel in rel_paths)
-        return
-    chunks = [rel_paths[i : i + READ_CHUNK] for i in range(0, len(rel_paths), READ_CHUNK)]
-    done = 0
-    try:
-        with ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            pending: deque[Future[list[tuple[str, Parsed | None]]]] = deque()
-            for chunk in chunks:  # only a few chunks ahead, so memory holds only those
-                pending.append(pool.submit(_read_chunk, root, chunk, others))
-                while len(pending) > 2 * readers or (chunk is chunks[-1] and pending):
-                    for found in pending.popleft().result():
-                        yield found
-                        done += 1
-    except (BrokenProcessPool, OSError) as exc:
-        log.warning("reading pages in worker processes failed (%s); reading the rest here", exc)
-        yield from ((rel, read_page_file(root, rel, others)) for rel in rel_paths[done:])
-
-
-def _read_chunk(
-    root: Path, rel_paths: Sequence[str], others: OtherFiles | None
-) -> list[tuple[str, Parsed | None]]:
-    return [(rel, read_page_file(root, rel, others)) for rel in rel_paths]
 
 
 def spelled_on_disk(root: Path, rel: str) -> str:

@@ -16,6 +16,7 @@ history of `Final.md` holds what `Draft.md` kept before `Draft` became `Final`.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -66,16 +67,45 @@ def keep(root: Path, rel: str, data: bytes, tool: str, door: str) -> str:
     (vault-relative). The caller then gives the page a new file (an atomic write), or
     removes it, or calls `discard` if it could not."""
     folder = _folder(root, rel)
-    now = datetime.now(UTC)
-    while True:
-        name = f"{now.strftime(_STAMP)}.{tool}.{door}.md"
-        if not (folder / name).exists():
-            break
-        now += timedelta(microseconds=1)
+    now, name = _new_name(folder, tool, door)
     if not _link(entry_path(root, rel), folder / name, data):
         atomic_write(folder / name, data)
     _prune(folder, now)
     return (folder / name).relative_to(root).as_posix()
+
+
+def keep_copy(root: Path, rel: str, copy: Path, tool: str, door: str) -> str:
+    """Keep the file `copy`, a copy lore made of a version of the page file `rel` that
+    an outside program has since replaced, as a version: moved in, made durable (its
+    bytes copied when it is on another file system); where it went, vault-relative."""
+    folder = _folder(root, rel)
+    now, name = _new_name(folder, tool, door)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        copy.replace(folder / name)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        atomic_write(folder / name, copy.read_bytes())
+    else:
+        try:  # the copy was written unsynced: it was only a copy then
+            with (folder / name).open("rb") as handle:
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            log.warning("could not make %s durable: %s", folder / name, exc)
+        fsync_dir(folder)
+    _prune(folder, now)
+    return (folder / name).relative_to(root).as_posix()
+
+
+def _new_name(folder: Path, tool: str, door: str) -> tuple[datetime, str]:
+    """A name for a version kept now in `folder` by `tool` through `door`, and its time."""
+    now = datetime.now(UTC)
+    while True:
+        name = f"{now.strftime(_STAMP)}.{tool}.{door}.md"
+        if not (folder / name).exists():
+            return now, name
+        now += timedelta(microseconds=1)
 
 
 def _link(page: Path | None, kept: Path, data: bytes) -> bool:

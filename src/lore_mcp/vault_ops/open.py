@@ -7,7 +7,8 @@ that cannot get it in time fails with `VaultBusyError`, having changed nothing.
 
 Edits made outside reach the index through `apply_external_changes` (the files a
 watcher saw change), `resync` (a pass over every file, when events were lost) and
-`changed_on_disk` (what differs, found by stat alone, for a periodic check).
+`changed_on_disk` (what differs, found by stat alone, for a periodic check). These
+passes, and the start-up pass, put what they find on the record (see `outside`).
 
 An index SQLite reports damaged is rebuilt from the files and the operation run again
 (see `heal`); a write puts back the files it changed first.
@@ -93,8 +94,8 @@ def _index_pass(
 ) -> SyncReport:
     with vault.lock, vault.index.write(patience), _no_cycle_collection():
         apply.load(vault)
-        journal.recover(vault.root)  # the pass below takes in what it finishes
-        return sync.sync(vault, progress=progress)
+        finished = journal.recover(vault.root)  # the pass below takes in what it finishes
+        return sync.sync(vault, progress=progress, outside=True, ours=finished)
 
 
 @contextmanager
@@ -116,10 +117,11 @@ def _no_cycle_collection() -> Iterator[None]:
 @heal.heals
 def apply_external_changes(vault: AppState, rel_paths: Iterable[str]) -> SyncReport:
     """Apply edits made outside the server to the given files or folders (as the file
-    system names them, or as page paths: see `paths.shown`). Idempotent: files whose
-    size, time and content are unchanged cost a stat, at most a hash. A change to an
-    ignore file (`.gitignore`, `.loreignore`) changes what is part of the vault: it
-    makes a pass over every file."""
+    system names them, or as page paths: see `paths.shown`), recording them as made
+    outside (see `outside`). Idempotent: files whose size, time and content are
+    unchanged cost a stat, at most a hash. A change to an ignore file (`.gitignore`,
+    `.loreignore`) changes what is part of the vault: it makes a pass over every file."""
+
     paths = [p.strip("/") for p in rel_paths if p.strip("/")]
     if any(is_ignore_file(p) and not ignored(p.rpartition("/")[0]) for p in paths):
         vault.ignores.forget()
@@ -130,7 +132,7 @@ def apply_external_changes(vault: AppState, rel_paths: Iterable[str]) -> SyncRep
         if not ignored(p) and not vault.ignores.ignored(p, not p.lower().endswith(".md"))
     ]
     with writing(vault, check_read_only=False):
-        return sync.sync(vault, scope=scope)
+        return sync.sync(vault, scope=scope, outside=True)
 
 
 @heal.heals
@@ -138,15 +140,17 @@ def resync(vault: AppState) -> SyncReport:
     """The pass a start-up makes, over every file (a stat for those unchanged): for
     when file events were lost, or too many came to be worth sorting."""
     with writing(vault, check_read_only=False), _no_cycle_collection():
-        return sync.sync(vault)
+        return sync.sync(vault, outside=True)
 
 
 @heal.heals
 def changed_on_disk(vault: AppState) -> list[str]:
-    """The page files whose size or modification time is not what the index holds,
-    the new ones and the indexed ones that are gone: found by stat alone, with no write
-    lock. Files the index passes over on purpose (too large) are not counted as
-    changed."""
+    """The page files whose stamp (size, modification time, inode, ctime) is not what
+    the index holds, the new ones and the indexed ones that are gone: found by stat
+    alone, with no write lock. The pass that takes them in compares the hash of a file
+    whose size and mtime are the same (an edit by `cp -p` or `rsync -t`), and stamps it
+    anew when its bytes are too. Files the index passes over on purpose (too large) are
+    not counted as changed."""
     with reading(vault):
         known = vault.index.pages.stamps()
     found = scan_files(vault.root, warn=False, ignores=vault.ignores)
@@ -155,7 +159,7 @@ def changed_on_disk(vault: AppState) -> list[str]:
     for rel, stamp in found.items():
         row = known.get(rel)
         if row is not None:
-            if (row.size, row.mtime_ns) != stamp:
+            if stamp.compare(row) != "same":
                 changed.append(rel)
         elif stamp.size <= MAX_FILE_BYTES:
             changed.append(rel)

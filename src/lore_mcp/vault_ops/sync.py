@@ -9,7 +9,7 @@ import logging
 import stat
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +19,10 @@ from lore_mcp.index import FileStamp
 from lore_mcp.models import SyncReport
 from lore_mcp.vault_ops.apply import Applied, apply
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import OtherFiles, Parsed, Stamp, read_many, scan_files
+from lore_mcp.vault_ops.files import OtherFiles, Parsed, Stamp, same_bytes, scan_files
+from lore_mcp.vault_ops.outside import Change, record, remember
 from lore_mcp.vault_ops.paths import real_path
+from lore_mcp.vault_ops.readers import read_many
 
 log = logging.getLogger(__name__)
 
@@ -28,14 +30,25 @@ Progress = Callable[[int, int], None]
 
 
 def sync(
-    vault: AppState, scope: Iterable[str] | None = None, progress: Progress | None = None
+    vault: AppState,
+    scope: Iterable[str] | None = None,
+    progress: Progress | None = None,
+    *,
+    outside: bool = False,
+    ours: Collection[str] = (),
 ) -> SyncReport:
     """Bring the index in line with the files: parse what changed, drop what is gone.
     With `scope` (vault-relative files or folders), only those paths are looked at.
+    With `outside`, what changed was changed outside lore (the watcher, the periodic
+    check, a start-up pass) and goes on the record (see `outside.record`), but for the
+    files at `ours`, which lore changed itself (a rename it finished).
     When it fails, the caller's transaction rolls back, and the graph and slug sets
     (changed already) are marked to be loaded again."""
     started = time.perf_counter()
     done = _sync(vault, scope, progress)
+    if outside and not done.cold:
+        changes = [change for change in done.changes if change.path not in ours]
+        record(vault, changes, done.applied.created, done.applied.removed)
     return SyncReport(
         pages=len(vault.pages),
         placeholders=len(vault.placeholders),
@@ -50,22 +63,27 @@ def sync(
 
 
 def sync_files(vault: AppState, paths: Iterable[str]) -> Applied:
-    """Take in the files (or folders) a write just changed; the placeholders that made
-    and removed. Everything is written to the index before this returns, so that the
-    write finds any damage before it records itself as done."""
-    applied = _sync(vault, paths, None).applied
+    """Take in the files (or folders) a write just changed, copying what they hold now
+    for their history (see `outside.remember`); the placeholders that made and removed.
+    Everything is written to the index before this returns, so that the write finds any
+    damage before it records itself as done."""
+    done = _sync(vault, paths, None)
     vault.index.flush()
-    return applied
+    remember(vault, done.changes)
+    return done.applied
 
 
 @dataclass(slots=True)
 class _Done:
     """What a pass did: the placeholders it made and removed, how many files it added,
-    updated, removed and found unchanged, and the files it passed over (with why)."""
+    updated, removed and found unchanged, and the files it passed over (with why); the
+    page files it found changed, and whether it started from an empty index (`cold`)."""
 
     applied: Applied
     counts: dict[str, int]
     skipped: list[str]
+    changes: list[Change]
+    cold: bool
 
 
 def _sync(vault: AppState, scope: Iterable[str] | None, progress: Progress | None) -> _Done:
@@ -84,6 +102,7 @@ def _sync_unguarded(
     plan = _plan(vault, None if scope is None else sorted(set(scope)))
     counts: dict[str, int] = defaultdict(int)
     vanished: list[str] = []
+    changes: list[Change] = []
 
     def pages() -> Iterator[Parsed]:
         for done, (rel, page) in enumerate(
@@ -94,11 +113,14 @@ def _sync_unguarded(
                 vanished.append(rel)
                 if old is not None:  # it was indexed: a page is gone
                     counts["removed"] += 1
+                    changes.append(Change(rel, old.hash, None))
             elif old is not None and old.hash == page.row.hash:
-                vault.index.pages.touch(rel, page.row.size, page.row.mtime_ns)
+                row = page.row
+                vault.index.pages.touch(rel, row.size, row.mtime_ns, row.inode, row.ctime_ns)
                 counts["unchanged"] += 1
             else:
                 counts["updated" if old is not None else "added"] += 1
+                changes.append(Change(rel, None if old is None else old.hash, page.row.hash))
                 yield page
             if progress is not None:
                 progress(done, len(plan.todo))
@@ -111,7 +133,8 @@ def _sync_unguarded(
         applied.removed += more.removed
     counts["removed"] += len(plan.removals)
     counts["unchanged"] += plan.unchanged
-    return _Done(applied, counts, [])
+    changes += [Change(rel, digest, None) for rel, digest in sorted(plan.removals.items())]
+    return _Done(applied, counts, [], changes, plan.cold)
 
 
 @dataclass(slots=True)
@@ -120,12 +143,16 @@ class _Plan:
 
     todo: list[str]  # the files to read, sorted
     known: dict[str, FileStamp]  # the index rows at those paths
-    removals: set[str]  # indexed pages whose files are gone
-    unchanged: int  # files found unchanged by their stamps
+    removals: dict[str, str]  # indexed pages whose files are gone, with their hashes
+    unchanged: int  # files found unchanged by their stamps (or their hashes)
+    cold: bool  # a pass over every file, and the index held none
 
 
 def _plan(vault: AppState, scope: list[str] | None) -> _Plan:
-    """Compare the files (all, or those under `scope`) with the index."""
+    """Compare the files (all, or those under `scope`) with the index: by their stamps,
+    and for a file whose stamp says only that it may have changed (its inode or ctime is
+    new, its size and mtime are not), by the hash of its bytes; an unchanged one is
+    stamped anew, so that the next pass finds it by stat alone."""
     if scope is None:
         others: set[str] = set()
         files = scan_files(vault.root, others=others, ignores=vault.ignores)
@@ -135,10 +162,15 @@ def _plan(vault: AppState, scope: list[str] | None) -> _Plan:
         indexed = vault.index.pages.stamps()
     else:
         files, indexed = _scan_scope(vault, scope)
-    plan = _Plan([], {}, {rel for rel in indexed if rel not in files}, 0)
+    gone = {rel: row.hash for rel, row in indexed.items() if rel not in files}
+    plan = _Plan([], {}, gone, 0, cold=scope is None and not indexed)
     for rel, stamp in sorted(files.items()):
         row = indexed.get(rel)
-        if row is not None and (row.size, row.mtime_ns) == stamp:
+        seen = "changed" if row is None else stamp.compare(row)
+        if seen == "renewed" and row is not None and (now := same_bytes(vault.root, rel, row.hash)):
+            vault.index.pages.touch(rel, *now)
+            seen = "same"
+        if seen == "same":
             plan.unchanged += 1
         else:
             plan.todo.append(rel)
@@ -187,6 +219,7 @@ def _stamp(root: Path, rel: str) -> Stamp | None:
 
 
 def forget(vault: AppState, rel_path: str) -> None:
-    """Take a file that vanished mid-operation out of the index, in a transaction of its own."""
+    """Take a file that vanished mid-operation out of the index, in a transaction of its
+    own: a change made outside."""
     with vault.index.write():
-        sync(vault, scope=[rel_path])
+        sync(vault, scope=[rel_path], outside=True)

@@ -1,0 +1,76 @@
+"""Reading many page files at once: in a pass over many files, worker processes read and
+parse them while the pass takes in what they give back. The workers end with the process
+that started them, even when it is killed."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from lore_mcp.config import LARGE_PASS_FILES
+from lore_mcp.vault_ops.files import OtherFiles, Parsed, read_page_file
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 200
+
+
+def read_many(
+    root: Path, rel_paths: Sequence[str], others: OtherFiles | None, readers: int
+) -> Iterator[tuple[str, Parsed | None]]:
+    """`read_page_file` for many files, in order. With many files and `readers` above
+    0, that many worker processes read and parse them while this process takes in what
+    they give back (reading and parsing is about half the work of a first index). If a
+    worker fails to start or dies, the rest is read here. The workers end with this
+    process, even when it is killed (see `_end_with_parent`)."""
+    if len(rel_paths) < LARGE_PASS_FILES or readers < 1:
+        yield from ((rel, read_page_file(root, rel, others)) for rel in rel_paths)
+        return
+    chunks = [rel_paths[i : i + READ_CHUNK] for i in range(0, len(rel_paths), READ_CHUNK)]
+    done = 0
+    try:
+        with ProcessPoolExecutor(
+            readers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_end_with_parent,
+        ) as pool:
+            pending: deque[Future[list[tuple[str, Parsed | None]]]] = deque()
+            for chunk in chunks:  # only a few chunks ahead, so memory holds only those
+                pending.append(pool.submit(_read_chunk, root, chunk, others))
+                while len(pending) > 2 * readers or (chunk is chunks[-1] and pending):
+                    for found in pending.popleft().result():
+                        yield found
+                        done += 1
+    except (BrokenProcessPool, OSError) as exc:
+        log.warning("reading pages in worker processes failed (%s); reading the rest here", exc)
+        yield from ((rel, read_page_file(root, rel, others)) for rel in rel_paths[done:])
+
+
+def _end_with_parent() -> None:
+    """In a worker: exit as soon as the process that started it ends. A worker waits for
+    work on a pipe that it holds open itself, so a parent killed with SIGKILL would leave
+    it (and the resource tracker, which waits for every holder of its pipe) running for
+    good. `parent_process().join()` returns when the parent's end of the pipe it was
+    started through closes, which the kernel does when the parent dies."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        parent.join()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="lore-reader-watchdog", daemon=True).start()
+
+
+def _read_chunk(
+    root: Path, rel_paths: Sequence[str], others: OtherFiles | None
+) -> list[tuple[str, Parsed | None]]:
+    return [(rel, read_page_file(root, rel, others)) for rel in rel_paths]
