@@ -14,12 +14,19 @@ from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
 from lore_mcp import frontmatter, links
-from lore_mcp.config import LARGE_PASS_FILES, LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
+from lore_mcp.config import (
+    LARGE_PASS_FILES,
+    LORE_DIR,
+    MAX_CONTEXT_CHARS,
+    MAX_FILE_BYTES,
+    MAX_PAGE_LINKS,
+    PARSE_AHEAD_BYTES,
+)
 from lore_mcp.errors import UnsafePathError, VaultError
 from lore_mcp.index import LinkRow, PageRow
 from lore_mcp.slugs import is_hidden, path_key, target_key, title_from_path
@@ -75,16 +82,19 @@ class OtherFiles:
     def __init__(self) -> None:
         self._paths: set[str] = set()
         self._names: Counter[str] = Counter()
+        self.version = 0  # counts changes: a page parsed against other ones is parsed again
 
     def add(self, rel: str) -> None:
         if (key := rel.lower()) not in self._paths:
             self._paths.add(key)
             self._names[key.rpartition("/")[2]] += 1
+            self.version += 1
 
     def discard(self, rel: str) -> None:
         if (key := rel.lower()) in self._paths:
             self._paths.remove(key)
             self._names[key.rpartition("/")[2]] -= 1
+            self.version += 1
 
     def under(self, folder: str) -> list[str]:
         prefix = folder.lower() + "/"
@@ -119,10 +129,13 @@ def parse(
     )
     properties = frontmatter.split(text)
     found = links.scan(text)
+    edges = page_links(rel_path, found, others)
+    if len(edges) >= MAX_PAGE_LINKS:
+        log.warning("%s: links after its %d-th are not indexed", rel_path, MAX_PAGE_LINKS)
     return Parsed(
         row,
         text[properties.end :],
-        page_links(rel_path, found, others),
+        edges,
         properties.aliases,
         list(dict.fromkeys(tag for tag in [*properties.tags, *found.tags])),
     )
@@ -130,31 +143,67 @@ def parse(
 
 def page_links(source: str, page: links.Scan, others: OtherFiles | None) -> list[LinkRow]:
     """The links of the page `source` (its path) that can be graph edges, in order: not
-    to a heading of the same page, not to an attachment, with a page-like target."""
+    to a heading of the same page, not to an attachment, with a page-like target; the
+    first `MAX_PAGE_LINKS` of them (what one page may cost the index)."""
     found: list[LinkRow] = []
+    contexts: dict[int, str] = {}  # each line's text is cut once, however many links it holds
     for link in page.links:
         if link.is_same_page or link.is_attachment or (others and others.holds(link.target)):
             continue
         key = target_key(link.target, source)
         if key is None:
             continue
-        context = page.line_text(link.line).strip()[:MAX_CONTEXT_CHARS]
+        if len(found) >= MAX_PAGE_LINKS:
+            break
+        context = contexts.get(link.line)
+        if context is None:
+            context = contexts[link.line] = page.line_text(link.line).strip()[:MAX_CONTEXT_CHARS]
         found.append(
             LinkRow(source, link.target, link.line, context, key.path, key.exact, key.fold, "")
         )
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """Pages parsed before the write lock was taken (a big one costs seconds to parse,
+    which the lock must not wait for), and the `OtherFiles.version` they were parsed
+    against. In the lock, one is used only if its file still holds the same bytes and
+    the other files are as they were; else the page is parsed again there."""
+
+    pages: dict[str, Parsed]
+    others_version: int
+
+
+def parse_ahead(root: Path, rel_paths: Sequence[str], others: OtherFiles) -> Ahead:
+    """Parse the page files among `rel_paths` of `PARSE_AHEAD_BYTES` or more, without
+    any lock (see `Ahead`); what cannot be read now is left to the pass in the lock."""
+    version = others.version
+    found: dict[str, Parsed] = {}
+    for rel in rel_paths:
+        path = real_path(root, rel) if rel.lower().endswith(".md") else None
+        try:
+            if path is None or path.stat().st_size < PARSE_AHEAD_BYTES:
+                continue
+            found[rel] = _read_page_file(root, rel, others, None)
+        except (OSError, Unreadable):
+            continue
+    return Ahead(found, version)
+
+
 class Unreadable(Exception):
     """A page file that cannot go into the index, and why."""
 
 
-def read_page_file(root: Path, rel_path: str, others: OtherFiles | None = None) -> Parsed | None:
-    """Read and parse one page file; None (logged, and said by `unreadable`) if it is
-    gone, unreadable, too large, leads out of the vault or cannot be parsed: one file
-    never stops a pass over the others."""
+def read_page_file(
+    root: Path, rel_path: str, others: OtherFiles | None = None, ahead: Parsed | None = None
+) -> Parsed | None:
+    """Read and parse one page file (unless `ahead` is that file's content parsed
+    already); None (logged, and said by `unreadable`) if it is gone, unreadable, too
+    large, leads out of the vault or cannot be parsed: one file never stops a pass
+    over the others."""
     try:
-        return _read_page_file(root, rel_path, others)
+        return _read_page_file(root, rel_path, others, ahead)
     except Unreadable as exc:
         log.warning("skipping %s: %s", rel_path, exc)
         return None
@@ -163,13 +212,15 @@ def read_page_file(root: Path, rel_path: str, others: OtherFiles | None = None) 
 def unreadable(root: Path, rel_path: str) -> str | None:
     """Why the page file cannot be indexed, as `read_page_file` logged it; None if it can."""
     try:
-        _read_page_file(root, rel_path, None)
+        _read_page_file(root, rel_path, None, None)
     except Unreadable as exc:
         return str(exc)
     return None
 
 
-def _read_page_file(root: Path, rel_path: str, others: OtherFiles | None) -> Parsed:
+def _read_page_file(
+    root: Path, rel_path: str, others: OtherFiles | None, ahead: Parsed | None
+) -> Parsed:
     path = real_path(root, rel_path)
     if path is None:
         raise Unreadable("a symbolic link on its path leads outside the vault")
@@ -179,6 +230,8 @@ def _read_page_file(root: Path, rel_path: str, others: OtherFiles | None) -> Par
         raise Unreadable(exc.strerror or str(exc)) from exc
     if data is None:
         raise Unreadable(f"{st.st_size} bytes is over the {MAX_FILE_BYTES} byte limit")
+    if ahead is not None and ahead.row.hash == content_hash(data):
+        return replace(ahead, row=replace(ahead.row, size=st.st_size, mtime_ns=st.st_mtime_ns))
     try:
         return parse(rel_path, data, st.st_size, st.st_mtime_ns, others)
     except Exception as exc:  # a parser's bug must cost this page only, not the pass
@@ -200,14 +253,20 @@ def read_regular(path: Path, limit: int | None = None) -> tuple[os.stat_result, 
 
 
 def read_many(
-    root: Path, rel_paths: Sequence[str], others: OtherFiles | None, readers: int
+    root: Path,
+    rel_paths: Sequence[str],
+    others: OtherFiles | None,
+    readers: int,
+    ahead: Ahead | None = None,
 ) -> Iterator[tuple[str, Parsed | None]]:
     """`read_page_file` for many files, in order. With many files and `readers` above
     0, that many worker processes read and parse them while this process takes in what
     they give back (reading and parsing is about half the work of a first index). If a
     worker fails to start or dies, the rest is read here."""
     if len(rel_paths) < LARGE_PASS_FILES or readers < 1:
-        yield from ((rel, read_page_file(root, rel, others)) for rel in rel_paths)
+        valid = ahead is not None and others is not None and others.version == ahead.others_version
+        parsed = ahead.pages if ahead is not None and valid else {}
+        yield from ((rel, read_page_file(root, rel, others, parsed.get(rel))) for rel in rel_paths)
         return
     chunks = [rel_paths[i : i + READ_CHUNK] for i in range(0, len(rel_paths), READ_CHUNK)]
     done = 0

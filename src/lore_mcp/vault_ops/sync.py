@@ -19,7 +19,7 @@ from lore_mcp.index import FileStamp
 from lore_mcp.models import SyncReport
 from lore_mcp.vault_ops.apply import Applied, apply
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import OtherFiles, Parsed, Stamp, read_many, scan_files
+from lore_mcp.vault_ops.files import Ahead, OtherFiles, Parsed, Stamp, read_many, scan_files
 from lore_mcp.vault_ops.paths import real_path
 
 log = logging.getLogger(__name__)
@@ -28,14 +28,18 @@ Progress = Callable[[int, int], None]
 
 
 def sync(
-    vault: AppState, scope: Iterable[str] | None = None, progress: Progress | None = None
+    vault: AppState,
+    scope: Iterable[str] | None = None,
+    progress: Progress | None = None,
+    ahead: Ahead | None = None,
 ) -> SyncReport:
     """Bring the index in line with the files: parse what changed, drop what is gone.
-    With `scope` (vault-relative files or folders), only those paths are looked at.
+    With `scope` (vault-relative files or folders), only those paths are looked at;
+    `ahead` holds pages parsed before the lock was taken (see `files.Ahead`).
     When it fails, the caller's transaction rolls back, and the graph and slug sets
     (changed already) are marked to be loaded again."""
     started = time.perf_counter()
-    done = _sync(vault, scope, progress)
+    done = _sync(vault, scope, progress, ahead)
     return SyncReport(
         pages=len(vault.pages),
         placeholders=len(vault.placeholders),
@@ -52,7 +56,7 @@ def sync(
 def sync_files(vault: AppState, paths: Iterable[str]) -> Applied:
     """Take in the files (or folders) a write just changed; the placeholders that made
     and removed."""
-    return _sync(vault, paths, None).applied
+    return _sync(vault, paths, None, None).applied
 
 
 @dataclass(slots=True)
@@ -65,10 +69,12 @@ class _Done:
     skipped: list[str]
 
 
-def _sync(vault: AppState, scope: Iterable[str] | None, progress: Progress | None) -> _Done:
+def _sync(
+    vault: AppState, scope: Iterable[str] | None, progress: Progress | None, ahead: Ahead | None
+) -> _Done:
     generation = vault.generation
     try:
-        return _sync_unguarded(vault, scope, progress)
+        return _sync_unguarded(vault, scope, progress, ahead)
     except BaseException:
         if vault.generation != generation:
             vault.stale = True
@@ -76,7 +82,7 @@ def _sync(vault: AppState, scope: Iterable[str] | None, progress: Progress | Non
 
 
 def _sync_unguarded(
-    vault: AppState, scope: Iterable[str] | None, progress: Progress | None
+    vault: AppState, scope: Iterable[str] | None, progress: Progress | None, ahead: Ahead | None
 ) -> _Done:
     plan = _plan(vault, None if scope is None else sorted(set(scope)))
     counts: dict[str, int] = defaultdict(int)
@@ -84,7 +90,7 @@ def _sync_unguarded(
 
     def pages() -> Iterator[Parsed]:
         for done, (rel, page) in enumerate(
-            read_many(vault.root, plan.todo, vault.others, vault.readers), 1
+            read_many(vault.root, plan.todo, vault.others, vault.readers, ahead), 1
         ):
             old = plan.known.get(rel)
             if page is None:
