@@ -146,35 +146,6 @@ def extract_links(text: str) -> list[Link]:
     return scan(text).links
 
 
-class _Index:
-    """What one scan of a text finds once and looks up many times: its runs of
-    backticks, and (once it has read many Markdown links) where destinations end. So a
-    page full of unclosed code spans or `[a](` runs is read in time linear in its size."""
-
-    DIRECT_READS = 64  # destinations read directly before they are worth an index
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._backticks: markdown.Backticks | None = None
-        self._destinations: markdown.Destinations | None = None
-        self._reads = 0
-
-    def code_span_end(self, at: int, end: int) -> int:
-        """`markdown.Backticks.closing` for this text."""
-        if self._backticks is None:
-            self._backticks = markdown.Backticks(self.text)
-        return self._backticks.closing(at, end)
-
-    def destination_end(self, pos: int, end: int) -> int:
-        """`markdown.link_destination` for this text."""
-        if self._destinations is None:
-            self._reads += 1
-            if self._reads <= self.DIRECT_READS:
-                return markdown.link_destination(self.text, pos, end)
-            self._destinations = markdown.Destinations(self.text)
-        return self._destinations.end(pos, end)
-
-
 class _Undecided(Exception):
     """A line holds something that may end on a later line: the line scan gives up."""
 
@@ -189,14 +160,14 @@ def _frontmatter(text: str, end: int) -> Scan:
 
 def _read(text: str, regions: markdown.Regions, found: Scan, strict: bool) -> Scan:
     found.regions = regions
-    index = _Index(text)
+    index = markdown.TextIndex(text)
     for start, end in regions:
         _read_prose(text, (start, end), found, strict, index)
     return found
 
 
 def _read_prose(
-    text: str, region: tuple[int, int], found: Scan, strict: bool, index: _Index
+    text: str, region: tuple[int, int], found: Scan, strict: bool, index: markdown.TextIndex
 ) -> None:
     """The links and tags in the `region` (start, end) of the text. `strict`: nothing
     may reach past the end of its line; where the answer depends on a later line,
@@ -263,7 +234,7 @@ def _run_end(text: str, at: int, end: int) -> int:
     return at
 
 
-def _code_span_end(index: _Index, at: int, end: int, strict: bool) -> int:
+def _code_span_end(index: markdown.TextIndex, at: int, end: int, strict: bool) -> int:
     """The end of the code span whose backticks open at `at`: after the next run of as
     many backticks (exactly); -1 when none closes it before `end`."""
     close = index.code_span_end(at, end)
@@ -304,7 +275,7 @@ def _add_wiki(text: str, match: re.Match[str], found: Scan) -> bool:
 
 
 def _markdown_link(
-    index: _Index, at: int, end: int, strict: bool, labels: dict[int, int]
+    index: markdown.TextIndex, at: int, end: int, strict: bool, labels: dict[int, int]
 ) -> tuple[int, int, int, int, int] | None:
     """For a `[` that opens `[label](destination "title")`: where the label closes, where
     the parenthesis opens and closes, and where the destination stands (inside `<>`).
@@ -328,7 +299,9 @@ def _markdown_link(
     return label, label + 1, pos + 1, first, after
 
 
-def _label_end(index: _Index, at: int, end: int, strict: bool, known: dict[int, int]) -> int:
+def _label_end(
+    index: markdown.TextIndex, at: int, end: int, strict: bool, known: dict[int, int]
+) -> int:
     """Where the `]` that closes the `[` at `at` stands; -1 when none does before `end`.
     Every `[` read on the way is recorded in `known` with its own answer: the reading
     from a later `[` goes through the same characters the same way."""

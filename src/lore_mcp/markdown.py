@@ -230,12 +230,42 @@ class Backticks:
     def closing(self, at: int, end: int) -> int:
         """The end of the code span whose backticks open at `at` (those from `at` to the
         end of its run): after the next run of exactly as many; -1 when none closes it
-        before `end`."""
+        before `end` (a line's or a region's end, which never falls inside a run)."""
         run = self.run_end(at)
         length = run - at
         starts = self._by_length.get(length, [])
         i = bisect_left(starts, run)
         return starts[i] + length if i < len(starts) and starts[i] + length <= end else -1
+
+
+class TextIndex:
+    """What one scan of a text for links finds once and looks up many times: its runs
+    of backticks, and (once it has read many Markdown links) where destinations end.
+    So a page full of unclosed code spans or `[a](` runs is read in time linear in its
+    size."""
+
+    DIRECT_READS = 64  # destinations read directly before they are worth an index
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._backticks: Backticks | None = None
+        self._destinations: Destinations | None = None
+        self._reads = 0
+
+    def code_span_end(self, at: int, end: int) -> int:
+        """`Backticks.closing` for this text."""
+        if self._backticks is None:
+            self._backticks = Backticks(self.text)
+        return self._backticks.closing(at, end)
+
+    def destination_end(self, pos: int, end: int) -> int:
+        """`link_destination` for this text."""
+        if self._destinations is None:
+            self._reads += 1
+            if self._reads <= self.DIRECT_READS:
+                return link_destination(self.text, pos, end)
+            self._destinations = Destinations(self.text)
+        return self._destinations.end(pos, end)
 
 
 def link_title(text: str, pos: int, end: int) -> int:

@@ -11,7 +11,7 @@ import stat
 import tempfile
 import time
 from collections import Counter, deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -25,7 +25,6 @@ from lore_mcp.config import (
     MAX_CONTEXT_CHARS,
     MAX_FILE_BYTES,
     MAX_PAGE_LINKS,
-    PARSE_AHEAD_BYTES,
 )
 from lore_mcp.errors import UnsafePathError, VaultError
 from lore_mcp.index import LinkRow, PageRow
@@ -164,33 +163,6 @@ def page_links(source: str, page: links.Scan, others: OtherFiles | None) -> list
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class Ahead:
-    """Pages parsed before the write lock was taken (a big one costs seconds to parse,
-    which the lock must not wait for), and the `OtherFiles.version` they were parsed
-    against. In the lock, one is used only if its file still holds the same bytes and
-    the other files are as they were; else the page is parsed again there."""
-
-    pages: dict[str, Parsed]
-    others_version: int
-
-
-def parse_ahead(root: Path, rel_paths: Sequence[str], others: OtherFiles) -> Ahead:
-    """Parse the page files among `rel_paths` of `PARSE_AHEAD_BYTES` or more, without
-    any lock (see `Ahead`); what cannot be read now is left to the pass in the lock."""
-    version = others.version
-    found: dict[str, Parsed] = {}
-    for rel in rel_paths:
-        path = real_path(root, rel) if rel.lower().endswith(".md") else None
-        try:
-            if path is None or path.stat().st_size < PARSE_AHEAD_BYTES:
-                continue
-            found[rel] = _read_page_file(root, rel, others, None)
-        except (OSError, Unreadable):
-            continue
-    return Ahead(found, version)
-
-
 class Unreadable(Exception):
     """A page file that cannot go into the index, and why."""
 
@@ -207,6 +179,11 @@ def read_page_file(
     except Unreadable as exc:
         log.warning("skipping %s: %s", rel_path, exc)
         return None
+
+
+def parse_page_file(root: Path, rel_path: str, others: OtherFiles | None) -> Parsed:
+    """`read_page_file`, raising `Unreadable` (and logging nothing) where it gives None."""
+    return _read_page_file(root, rel_path, others, None)
 
 
 def unreadable(root: Path, rel_path: str) -> str | None:
@@ -257,15 +234,14 @@ def read_many(
     rel_paths: Sequence[str],
     others: OtherFiles | None,
     readers: int,
-    ahead: Ahead | None = None,
+    ahead: Mapping[str, Parsed] | None = None,
 ) -> Iterator[tuple[str, Parsed | None]]:
     """`read_page_file` for many files, in order. With many files and `readers` above
     0, that many worker processes read and parse them while this process takes in what
     they give back (reading and parsing is about half the work of a first index). If a
     worker fails to start or dies, the rest is read here."""
     if len(rel_paths) < LARGE_PASS_FILES or readers < 1:
-        valid = ahead is not None and others is not None and others.version == ahead.others_version
-        parsed = ahead.pages if ahead is not None and valid else {}
+        parsed = ahead or {}
         yield from ((rel, read_page_file(root, rel, others, parsed.get(rel))) for rel in rel_paths)
         return
     chunks = [rel_paths[i : i + READ_CHUNK] for i in range(0, len(rel_paths), READ_CHUNK)]

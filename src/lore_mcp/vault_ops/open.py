@@ -24,7 +24,7 @@ from lore_mcp.index import Patience
 from lore_mcp.models import SyncReport
 from lore_mcp.vault_ops import apply, journal, sync
 from lore_mcp.vault_ops.core import AppState, open_index
-from lore_mcp.vault_ops.files import ignored, parse_ahead, scan_files
+from lore_mcp.vault_ops.files import ignored, scan_files
 from lore_mcp.vault_ops.paths import shown
 
 log = logging.getLogger(__name__)
@@ -107,9 +107,9 @@ def apply_external_changes(vault: AppState, rel_paths: Iterable[str]) -> SyncRep
     system names them, or as page paths: see `paths.shown`). Idempotent: files whose
     size, time and content are unchanged cost a stat, at most a hash. Big files are
     parsed before the write lock is taken, so it is held about as long as for a small
-    one (see `files.Ahead`)."""
+    one (see `sync.Ahead`)."""
     scope = [shown(p.strip("/")) for p in rel_paths if p.strip("/") and not ignored(p)]
-    ahead = parse_ahead(vault.root, scope, vault.others)  # big files: before the lock
+    ahead = sync.parse_ahead(vault.root, scope, vault.others)  # big files: before the lock
     with writing(vault, check_read_only=False):
         return sync.sync(vault, scope=scope, ahead=ahead)
 

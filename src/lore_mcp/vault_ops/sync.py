@@ -9,17 +9,18 @@ import logging
 import stat
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from lore_mcp.config import LARGE_PASS_FILES
+from lore_mcp.config import LARGE_PASS_FILES, PARSE_AHEAD_BYTES
 from lore_mcp.index import FileStamp
 from lore_mcp.models import SyncReport
+from lore_mcp.vault_ops import files
 from lore_mcp.vault_ops.apply import Applied, apply
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import Ahead, OtherFiles, Parsed, Stamp, read_many, scan_files
+from lore_mcp.vault_ops.files import OtherFiles, Parsed, Stamp, read_many, scan_files
 from lore_mcp.vault_ops.paths import real_path
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ def sync(
 ) -> SyncReport:
     """Bring the index in line with the files: parse what changed, drop what is gone.
     With `scope` (vault-relative files or folders), only those paths are looked at;
-    `ahead` holds pages parsed before the lock was taken (see `files.Ahead`).
+    `ahead` holds pages parsed before the lock was taken (see `Ahead`).
     When it fails, the caller's transaction rolls back, and the graph and slug sets
     (changed already) are marked to be loaded again."""
     started = time.perf_counter()
@@ -90,7 +91,7 @@ def _sync_unguarded(
 
     def pages() -> Iterator[Parsed]:
         for done, (rel, page) in enumerate(
-            read_many(vault.root, plan.todo, vault.others, vault.readers, ahead), 1
+            read_many(vault.root, plan.todo, vault.others, vault.readers, _usable(vault, ahead)), 1
         ):
             old = plan.known.get(rel)
             if page is None:
@@ -192,3 +193,44 @@ def forget(vault: AppState, rel_path: str) -> None:
     """Take a file that vanished mid-operation out of the index, in a transaction of its own."""
     with vault.index.write():
         sync(vault, scope=[rel_path])
+
+
+# -- big files, parsed before the write lock --------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """Pages parsed before the write lock was taken (a big one costs seconds to parse,
+    which the lock must not wait for), and the other files (and their version) they
+    were parsed against. In the lock, one is used only if its file still holds the same
+    bytes and the other files are as they were; else the page is parsed again there."""
+
+    pages: dict[str, Parsed]
+    others: OtherFiles
+    others_version: int
+
+
+def parse_ahead(root: Path, rel_paths: Sequence[str], others: OtherFiles) -> Ahead:
+    """Parse the page files among `rel_paths` of `PARSE_AHEAD_BYTES` or more, without
+    any lock (see `Ahead`); what cannot be read now is left to the pass in the lock."""
+    version = others.version
+    found: dict[str, Parsed] = {}
+    for rel in rel_paths:
+        path = real_path(root, rel) if rel.lower().endswith(".md") else None
+        try:
+            if path is None or path.stat().st_size < PARSE_AHEAD_BYTES:
+                continue
+            found[rel] = files.parse_page_file(root, rel, others)
+        except (OSError, files.Unreadable):
+            continue
+    return Ahead(found, others, version)
+
+
+def _usable(vault: AppState, ahead: Ahead | None) -> dict[str, Parsed]:
+    """The pages parsed ahead that still hold: the other files are as they were."""
+    if ahead is None or (vault.others, vault.others.version) != (
+        ahead.others,
+        ahead.others_version,
+    ):
+        return {}
+    return ahead.pages
