@@ -219,6 +219,7 @@ async def test_a_page_of_200k_links_is_saved_with_its_first_links_indexed(
         await ok(client, "save_page", slug="Many", content="[[a]]" * 200_000, mode="append")
         page = await ok(client, "read_page", slug="Many")
         assert len(state.index.links.from_page("Many.md")) == MAX_PAGE_LINKS
+        assert [f.path for f in vault_ops.doctor(state).too_many_links] == ["Many.md"]
         assert_matches_fresh(state)
     assert page["content"].startswith("start\n")  # a long page is read in parts
     assert (vault_dir / "Many.md").read_text() == "start\n" + "[[a]]" * 200_000
