@@ -105,7 +105,7 @@ def _link_destination_by_hand(text: str, pos: int, end: int) -> int:
     return markdown.link_destination(text, pos, end)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(_DESTINATION_PIECES, max_size=60).map("".join), st.data())
 def test_indexed_destinations_end_where_direct_reading_ends(text: str, data: st.DataObject) -> None:
     if not text:
@@ -223,6 +223,20 @@ async def test_a_page_of_200k_links_is_saved_with_its_first_links_indexed(
         assert_matches_fresh(state)
     assert page["content"].startswith("start\n")  # a long page is read in parts
     assert (vault_dir / "Many.md").read_text() == "start\n" + "[[a]]" * 200_000
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_megabyte_of_unclosed_links_is_saved_and_indexed(state: AppState) -> None:
+    """Before, 1 MiB of `[a](` cost about 12 s in the write lock."""
+    content = "[a](" * (1024 * 1024 // 4 - 8) + "[[Target]]"
+    async with Client(build_server(state), mode="legacy") as client:
+        with anyio.fail_after(60):
+            saved = await ok(client, "save_page", slug="Storm", content=content)
+            page = await ok(client, "read_page", slug="Storm")
+        assert [link["target"] for link in saved["links"]] == ["Target"]
+        assert page["hash"] == saved["hash"]
+        assert_matches_fresh(state)
 
 
 @pytest.mark.slow
