@@ -73,7 +73,7 @@ async def test_a_yaml_bomb_page_is_read_with_its_body_and_reported(
     [
         (alias_bomb(), "aliases"),
         ("a: &x [1, *x]\n", "refers to a node that holds it"),
-        ("a:\n" + "".join("  " * i + "- \n" for i in range(1, 150)), "deeper"),
+        ("r: &r 1\ns: *r\na:\n" + "".join("  " * i + "- \n" for i in range(1, 150)), "deeper"),
         ("a: " + "x" * (frontmatter.MAX_CHARS + 1) + "\n", "longer"),
         ("a: " + "1" * 5000 + "\n", "digits"),  # an int Python refuses to convert
     ],

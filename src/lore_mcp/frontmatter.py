@@ -4,12 +4,13 @@ They are properties, not body text: `aliases` are further names of the page, `ta
 indexed with the inline `#tags`. Broken YAML gives no properties (and a warning for the
 doctor); the page's bytes are never touched. Pure functions, no I/O.
 
-The YAML is a file's, so anyone's: its cost is bounded before it is loaded. Its events
-(PyYAML's public `parse`) are counted first, with every alias counted as the nodes it
-stands for: YAML that would expand to more than `MAX_NODES` values (a "billion laughs"
-of nested aliases, which a few hundred bytes can hold), nests deeper than `MAX_DEPTH`,
-refers to a node from inside itself, or is longer than `MAX_CHARS` is reported as
-broken, like YAML that does not parse; the page's body is read as always.
+The YAML is a file's, so anyone's: its cost is bounded before it is loaded. YAML longer
+than `MAX_CHARS` is not loaded. YAML with aliases has its events (PyYAML's public
+`parse`) counted first, every alias as the nodes it stands for: YAML that would expand
+to more than `MAX_NODES` values (a "billion laughs" of nested aliases, which a few
+hundred bytes can hold), nests deeper than `MAX_DEPTH` or refers to a node from inside
+itself is not loaded either. Such YAML is reported as broken, like YAML that does not
+parse; the page's body is read as always.
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ def _cost_problem(source: str) -> str | None:
     events, each alias counted as the size of the node it refers to."""
     if len(source) > MAX_CHARS:
         return f"the properties are longer than {MAX_CHARS} characters"
+    if "*" not in source:  # no alias: the nodes are the text's own, which MAX_CHARS bounds
+        return None
     sizes: dict[str, int] = {}  # an anchor's node: how many values it stands for
     open_nodes: list[tuple[str | None, int]] = [(None, 0)]  # (anchor, values so far)
     total = 0

@@ -10,6 +10,7 @@ depends on a structure only markdown-it would see). Pure functions, no I/O.
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from functools import cache
@@ -180,9 +181,9 @@ class Destinations:
     `[a](` runs would otherwise read a few hundred characters per `[`)."""
 
     def __init__(self, text: str) -> None:
-        self._text = text
-        self._opens = [m.start() for m in _OPEN_PAREN.finditer(text)]
-        self._stops = [m.start() for m in _DESTINATION_STOP.finditer(text)]
+        self._text = text  # positions as machine integers: a big page has millions of stops
+        self._opens = array("q", (m.start() for m in _OPEN_PAREN.finditer(text)))
+        self._stops = array("q", (m.start() for m in _DESTINATION_STOP.finditer(text)))
 
     def end(self, pos: int, end: int) -> int:
         """What `link_destination(text, pos, end)` answers."""
