@@ -7,6 +7,7 @@ test through a generous timeout, never through a measured time.
 
 from __future__ import annotations
 
+import logging
 import random
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from helpers import assert_matches_fresh, ok
 from lore_mcp import frontmatter, links, markdown, vault_ops
 from lore_mcp.config import MAX_PAGE_LINKS, PARSE_AHEAD_BYTES
 from lore_mcp.server import build_server
-from lore_mcp.vault_ops import AppState, sync
+from lore_mcp.vault_ops import AppState, files, sync
 
 
 def alias_bomb(levels: int = 9, width: int = 9) -> str:
@@ -204,6 +205,18 @@ def test_pathological_pages_are_parsed_in_linear_time() -> None:
 
 
 # -- what one page may cost the index --------------------------------------------------------
+
+
+def test_a_page_s_links_past_the_limit_are_left_out_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="lore_mcp")
+    for extra, logged in ((0, False), (3, True)):
+        caplog.clear()
+        text = "[[a]] " * MAX_PAGE_LINKS + "[[b]] " * extra
+        parsed = files.parse("Many.md", text.encode(), len(text), 0)
+        assert [link.target for link in parsed.links] == ["a"] * MAX_PAGE_LINKS
+        assert ("links after its 20000-th are not indexed" in caplog.text) is logged
 
 
 @pytest.mark.slow

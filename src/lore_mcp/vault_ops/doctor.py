@@ -128,7 +128,7 @@ def _too_many_links(links: list[LinkRow]) -> list[UnindexedFile]:
     """Pages holding as many indexed links as one page may (see `MAX_PAGE_LINKS`): the
     links they hold after those are not in the index or the graph."""
     counts = Counter(link.source for link in links)
-    reason = f"only its first {MAX_PAGE_LINKS} links are indexed"
+    reason = f"it holds {MAX_PAGE_LINKS} links or more: only the first {MAX_PAGE_LINKS} are indexed"
     return [
         UnindexedFile(path=p, reason=reason)
         for p, n in sorted(counts.items())

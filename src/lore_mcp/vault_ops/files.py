@@ -128,9 +128,10 @@ def parse(
     )
     properties = frontmatter.split(text)
     found = links.scan(text)
-    edges = page_links(rel_path, found, others)
-    if len(edges) >= MAX_PAGE_LINKS:
+    edges = page_links(rel_path, found, others, limit=MAX_PAGE_LINKS + 1)
+    if len(edges) > MAX_PAGE_LINKS:  # what one page may cost the index
         log.warning("%s: links after its %d-th are not indexed", rel_path, MAX_PAGE_LINKS)
+        del edges[MAX_PAGE_LINKS:]
     return Parsed(
         row,
         text[properties.end :],
@@ -140,10 +141,12 @@ def parse(
     )
 
 
-def page_links(source: str, page: links.Scan, others: OtherFiles | None) -> list[LinkRow]:
+def page_links(
+    source: str, page: links.Scan, others: OtherFiles | None, limit: int | None = None
+) -> list[LinkRow]:
     """The links of the page `source` (its path) that can be graph edges, in order: not
     to a heading of the same page, not to an attachment, with a page-like target; the
-    first `MAX_PAGE_LINKS` of them (what one page may cost the index)."""
+    first `limit` of them."""
     found: list[LinkRow] = []
     contexts: dict[int, str] = {}  # each line's text is cut once, however many links it holds
     for link in page.links:
@@ -152,7 +155,7 @@ def page_links(source: str, page: links.Scan, others: OtherFiles | None) -> list
         key = target_key(link.target, source)
         if key is None:
             continue
-        if len(found) >= MAX_PAGE_LINKS:
+        if limit is not None and len(found) >= limit:
             break
         context = contexts.get(link.line)
         if context is None:
