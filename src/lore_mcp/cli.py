@@ -61,6 +61,8 @@ warnings (exit status 0, or 1 with --strict):
   ambiguous links       links that matched several pages, what they resolved to, the candidates
   loose links           links Obsidian will not follow (a slug form, a bare alias): what to write
   orphans               pages with no links in or out
+  broken properties     frontmatter that does not parse, or would cost too much (YAML aliases)
+  too many links        pages whose links after the first 20000 are not indexed
 """
 
 

@@ -20,6 +20,13 @@ HISTORY_KEEP_DAYS = 30  # 30 days, whichever keeps more
 
 MAX_CONTENT_BYTES = 1024 * 1024  # a page written through the tools
 MAX_FILE_BYTES = 20 * 1024 * 1024  # a page file on disk that is still indexed
+# What one page may cost to index: its first 20 000 links go into the index and the graph,
+# the rest are left out (logged, and listed by `lore doctor`), so a page of 200 000 links
+# holds the index's write lock for about what an ordinary big page does.
+MAX_PAGE_LINKS = 20_000
+# A file this large that an outside program changed is parsed before the write lock is
+# taken, so that other processes' saves do not wait (or fail "busy") while it is parsed.
+PARSE_AHEAD_BYTES = 256 * 1024
 MAX_NAME_CHARS = 1000
 MAX_SEGMENT_CHARS = 200
 MAX_QUERY_CHARS = 1000

@@ -88,6 +88,12 @@ def show(report: DoctorReport, console: Console, rows: int | None = ROWS) -> Non
         ("file", "problem"),
         [(f.path, f.reason) for f in report.broken_properties],
     )
+    section(
+        "warning",
+        "Pages with more links than one page may have indexed",
+        ("file", "problem"),
+        [(f.path, f.reason) for f in report.too_many_links],
+    )
 
 
 def _section(

@@ -3,6 +3,14 @@
 They are properties, not body text: `aliases` are further names of the page, `tags` are
 indexed with the inline `#tags`. Broken YAML gives no properties (and a warning for the
 doctor); the page's bytes are never touched. Pure functions, no I/O.
+
+The YAML is a file's, so anyone's: its cost is bounded before it is loaded. YAML longer
+than `MAX_CHARS` is not loaded. YAML with aliases has its events (PyYAML's public
+`parse`) counted first, every alias as the nodes it stands for: YAML that would expand
+to more than `MAX_NODES` values (a "billion laughs" of nested aliases, which a few
+hundred bytes can hold), nests deeper than `MAX_DEPTH` or refers to a node from inside
+itself is not loaded either. Such YAML is reported as broken, like YAML that does not
+parse; the page's body is read as always.
 """
 
 from __future__ import annotations
@@ -12,6 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
+MAX_CHARS = 256 * 1024  # the YAML of one page's frontmatter
+MAX_NODES = 100_000  # values it may stand for, aliases expanded
+MAX_DEPTH = 100  # how deep its lists and mappings may nest
 
 _OPENING = re.compile(r"\A\ufeff?---[ \t]*\r?\n")
 _CLOSING = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
@@ -59,8 +71,11 @@ def split(text: str) -> Frontmatter:
     first, last, end = bounds
     source = text[first:last]
     try:
+        too_costly = _cost_problem(source)
+        if too_costly is not None:
+            return Frontmatter(end, error=too_costly)
         loaded = yaml.load(source, Loader=_Loader) if source.strip() else {}
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:  # ValueError: a huge int
         problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return Frontmatter(end, error=problem)
     if not isinstance(loaded, dict):
@@ -73,6 +88,47 @@ def split(text: str) -> Frontmatter:
         _strings(properties.get("aliases", properties.get("alias"))),
         [tag.lstrip("#") for tag in tags if tag.lstrip("#")],
     )
+
+
+def _cost_problem(source: str) -> str | None:
+    """Why loading the YAML `source` would cost too much, or None: read from its
+    events, each alias counted as the size of the node it refers to."""
+    if len(source) > MAX_CHARS:
+        return f"the properties are longer than {MAX_CHARS} characters"
+    if "*" not in source:  # no alias: the nodes are the text's own, which MAX_CHARS bounds
+        return None
+    sizes: dict[str, int] = {}  # an anchor's node: how many values it stands for
+    open_nodes: list[tuple[str | None, int]] = [(None, 0)]  # (anchor, values so far)
+    total = 0
+    for event in yaml.parse(source, Loader=_Loader):
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor not in sizes:
+                return "an alias in the properties refers to a node that holds it"
+            size = sizes[event.anchor]
+        elif isinstance(event, yaml.ScalarEvent):
+            size = 1
+        elif isinstance(event, yaml.CollectionStartEvent):
+            open_nodes.append((event.anchor, 1))
+            if len(open_nodes) > MAX_DEPTH:
+                return f"the properties nest deeper than {MAX_DEPTH} levels"
+            continue
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, size = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = size
+            anchor, inner = open_nodes.pop()
+            open_nodes.append((anchor, inner + size))
+            continue
+        else:
+            continue
+        if isinstance(event, yaml.ScalarEvent) and event.anchor is not None:
+            sizes[event.anchor] = 1
+        anchor, inner = open_nodes.pop()
+        open_nodes.append((anchor, inner + size))
+        total += size
+        if total > MAX_NODES:
+            return f"the properties stand for more than {MAX_NODES} values (YAML aliases)"
+    return None
 
 
 def _strings(value: Any, split_on: str = ",") -> list[str]:

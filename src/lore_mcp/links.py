@@ -14,11 +14,13 @@ import re
 from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 from urllib.parse import quote, unquote
 
 from lore_mcp import frontmatter, markdown
 
 _WIKI = re.compile(r"!?\[\[([^\[\]\n\r]+)\]\]")
+LONG_LINE = 65_536  # characters: a line this long takes the scan by markdown-it's structure
 _SPECIAL = re.compile(r"[\\`\[!<#]")
 _ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 # Inline HTML, comments and autolinks: their text is never a link, a tag or a mention.
@@ -103,8 +105,18 @@ class Scan:
 
 def scan(text: str, *, full: bool = False) -> Scan:
     """Every link and tag outside code, with its place in `text`. `full` always asks
-    markdown-it for the structure; else the line scan answers where it can."""
-    return (None if full else line_scan(text)) or full_scan(text)
+    markdown-it for the structure; else the line scan answers where it can (not on a
+    page with a line so long that the line scan would likely give up only at its end,
+    having done the work for nothing)."""
+    quick = not full and not _has_long_line(text)
+    return (line_scan(text) if quick else None) or full_scan(text)
+
+
+def _has_long_line(text: str) -> bool:
+    if len(text) < LONG_LINE:
+        return False
+    starts = [*markdown.line_starts(text), len(text)]
+    return any(b - a >= LONG_LINE for a, b in pairwise(starts))
 
 
 def full_scan(text: str) -> Scan:
@@ -148,14 +160,19 @@ def _frontmatter(text: str, end: int) -> Scan:
 
 def _read(text: str, regions: markdown.Regions, found: Scan, strict: bool) -> Scan:
     found.regions = regions
+    index = markdown.TextIndex(text)
     for start, end in regions:
-        _read_prose(text, start, end, found, strict)
+        _read_prose(text, (start, end), found, strict, index)
     return found
 
 
-def _read_prose(text: str, start: int, end: int, found: Scan, strict: bool) -> None:
-    """The links and tags in text[start:end]. `strict`: nothing may reach past the end
-    of its line; where the answer depends on a later line, raise `_Undecided`."""
+def _read_prose(
+    text: str, region: tuple[int, int], found: Scan, strict: bool, index: markdown.TextIndex
+) -> None:
+    """The links and tags in the `region` (start, end) of the text. `strict`: nothing
+    may reach past the end of its line; where the answer depends on a later line,
+    raise `_Undecided`."""
+    start, end = region
     pos = start
     skip_from, skip_to = -1, -1  # a Markdown link's destination: not prose
     labels: dict[int, int] = {}  # what `_label_end` found, so no label is read twice
@@ -172,7 +189,7 @@ def _read_prose(text: str, start: int, end: int, found: Scan, strict: bool) -> N
         if char == "\\":
             pos = at + 2 if at + 1 < end and text[at + 1] in _ESCAPABLE else at + 1
         elif char == "`":
-            close = _code_span_end(text, at, limit, strict)
+            close = _code_span_end(index, at, limit, strict)
             pos = _run_end(text, at, end) if close < 0 else close
             if close >= 0:
                 found.opaque.append((at, close))
@@ -190,7 +207,7 @@ def _read_prose(text: str, start: int, end: int, found: Scan, strict: bool) -> N
             if wiki is not None and _add_wiki(text, wiki, found):
                 pos = wiki.end()
                 continue
-            parts = _markdown_link(text, at, limit, strict, labels) if char == "[" else None
+            parts = _markdown_link(index, at, limit, strict, labels) if char == "[" else None
             if parts is not None:
                 skip_from, skip_to = parts[1], parts[2]
                 _add_markdown(text, at, parts, found)
@@ -217,18 +234,13 @@ def _run_end(text: str, at: int, end: int) -> int:
     return at
 
 
-def _code_span_end(text: str, at: int, end: int, strict: bool) -> int:
+def _code_span_end(index: markdown.TextIndex, at: int, end: int, strict: bool) -> int:
     """The end of the code span whose backticks open at `at`: after the next run of as
     many backticks (exactly); -1 when none closes it before `end`."""
-    run = _run_end(text, at, end)
-    length, pos = run - at, run
-    while (close := text.find("`", pos, end)) >= 0:
-        pos = _run_end(text, close, end)
-        if pos - close == length:
-            return pos
-    if strict:
+    close = index.code_span_end(at, end)
+    if close < 0 and strict:
         raise _Undecided
-    return -1
+    return close
 
 
 # -- wiki links ----------------------------------------------------------------------------
@@ -263,17 +275,18 @@ def _add_wiki(text: str, match: re.Match[str], found: Scan) -> bool:
 
 
 def _markdown_link(
-    text: str, at: int, end: int, strict: bool, labels: dict[int, int]
+    index: markdown.TextIndex, at: int, end: int, strict: bool, labels: dict[int, int]
 ) -> tuple[int, int, int, int, int] | None:
     """For a `[` that opens `[label](destination "title")`: where the label closes, where
     the parenthesis opens and closes, and where the destination stands (inside `<>`).
     None when it is not one. `labels` keeps what earlier calls with the same `end`
     found, so that a page full of brackets is read once, not once per bracket."""
-    label = _label_end(text, at, end, strict, labels)
+    text = index.text
+    label = _label_end(index, at, end, strict, labels)
     if label < 0 or label + 1 >= end or text[label + 1] != "(":
         return None
     first = markdown.skip_blanks(text, label + 2, end)
-    after = markdown.link_destination(text, first, end) if first < end else first
+    after = index.destination_end(first, end) if first < end else first
     pos = markdown.skip_blanks(text, after, end)
     if after > first and after < pos < end and (titled := markdown.link_title(text, pos, end)) > 0:
         pos = markdown.skip_blanks(text, titled, end)
@@ -286,12 +299,15 @@ def _markdown_link(
     return label, label + 1, pos + 1, first, after
 
 
-def _label_end(text: str, at: int, end: int, strict: bool, known: dict[int, int]) -> int:
+def _label_end(
+    index: markdown.TextIndex, at: int, end: int, strict: bool, known: dict[int, int]
+) -> int:
     """Where the `]` that closes the `[` at `at` stands; -1 when none does before `end`.
     Every `[` read on the way is recorded in `known` with its own answer: the reading
     from a later `[` goes through the same characters the same way."""
     if at in known:
         return known[at]
+    text = index.text
     opened: list[int] = []
     pos = at
     while pos < end:
@@ -299,7 +315,7 @@ def _label_end(text: str, at: int, end: int, strict: bool, known: dict[int, int]
         if char == "\\":
             pos += 2
             continue
-        if char == "`" and (close := _code_span_end(text, pos, end, strict)) > 0:
+        if char == "`" and (close := _code_span_end(index, pos, end, strict)) > 0:
             pos = close
             continue
         if char == "[":

@@ -10,6 +10,9 @@ depends on a structure only markdown-it would see). Pure functions, no I/O.
 from __future__ import annotations
 
 import re
+from array import array
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
 from functools import cache
 from itertools import pairwise
 from typing import TYPE_CHECKING, NamedTuple
@@ -165,6 +168,105 @@ def link_destination(text: str, pos: int, end: int) -> int:
             level -= 1
         pos += 1
     return pos if level == 0 else start
+
+
+_DESTINATION_STOP = re.compile(r"[)\\\x01-\x20\x7f]")  # what ends or escapes a destination
+_OPEN_PAREN = re.compile(r"\(")
+
+
+class Destinations:
+    """`link_destination` for the many destinations of one text, in time that does not
+    grow with how far each runs: the parentheses and the characters that end a
+    destination are found once, and each destination jumps between them (a page of
+    `[a](` runs would otherwise read a few hundred characters per `[`)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text  # positions as machine integers: a big page has millions of stops
+        self._opens = array("q", (m.start() for m in _OPEN_PAREN.finditer(text)))
+        self._stops = array("q", (m.start() for m in _DESTINATION_STOP.finditer(text)))
+
+    def end(self, pos: int, end: int) -> int:
+        """What `link_destination(text, pos, end)` answers."""
+        text, opens, stops = self._text, self._opens, self._stops
+        if text[pos] == "<":
+            return link_destination(text, pos, end)
+        start, level = pos, 0
+        while True:
+            i = bisect_left(stops, pos)
+            stop = stops[i] if i < len(stops) and stops[i] < end else end
+            level += bisect_left(opens, stop) - bisect_left(opens, pos)
+            if level > 32:
+                return start
+            if stop >= end:
+                return stop if level == 0 else start
+            char = text[stop]
+            if char == "\\" and stop + 1 >= end:
+                pos = end  # a backslash at the very end is part of the destination
+            elif char == "\\" and text[stop + 1] != " ":
+                pos = stop + 2  # an escaped character, `(` or `)` too, counts for nothing
+            elif char == ")" and level > 0:
+                level -= 1
+                pos = stop + 1
+            else:  # `\ `, a `)` that closes the link, a space or a control character
+                return stop if level == 0 else start
+
+
+class Backticks:
+    """The runs of backticks of one text, found once: where a code span opening at a
+    backtick closes, found by bisection, however many runs never close."""
+
+    def __init__(self, text: str) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self._by_length: defaultdict[int, list[int]] = defaultdict(list)
+        for run in re.finditer("`+", text):
+            self._starts.append(run.start())
+            self._ends.append(run.end())
+            self._by_length[run.end() - run.start()].append(run.start())
+
+    def run_end(self, at: int) -> int:
+        """Where the run of backticks holding `at` ends."""
+        return self._ends[bisect_right(self._starts, at) - 1]
+
+    def closing(self, at: int, end: int) -> int:
+        """The end of the code span whose backticks open at `at` (those from `at` to the
+        end of its run): after the next run of exactly as many; -1 when none closes it
+        before `end` (a line's or a region's end, which never falls inside a run)."""
+        run = self.run_end(at)
+        length = run - at
+        starts = self._by_length.get(length, [])
+        i = bisect_left(starts, run)
+        return starts[i] + length if i < len(starts) and starts[i] + length <= end else -1
+
+
+class TextIndex:
+    """What one scan of a text for links finds once and looks up many times: its runs
+    of backticks, and (once it has read many Markdown links) where destinations end.
+    So a page full of unclosed code spans or `[a](` runs is read in time linear in its
+    size."""
+
+    DIRECT_READS = 64  # destinations read directly before they are worth an index
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._backticks: Backticks | None = None
+        self._destinations: Destinations | None = None
+        self._reads = 0
+
+    def code_span_end(self, at: int, end: int) -> int:
+        """`Backticks.closing` for this text."""
+        if self._backticks is None:
+            self._backticks = Backticks(self.text)
+        return self._backticks.closing(at, end)
+
+    def destination_end(self, pos: int, end: int) -> int:
+        """`link_destination` for this text."""
+        if self._destinations is None:
+            self._reads += 1
+            if self._reads <= self.DIRECT_READS:
+                return link_destination(self.text, pos, end)
+            self._destinations = Destinations(self.text)
+        return self._destinations.end(pos, end)
 
 
 def link_title(text: str, pos: int, end: int) -> int:

@@ -476,10 +476,14 @@ class DoctorReport(Lean):
     broken_properties: list[UnindexedFile] = Field(
         default_factory=list, description="Pages whose frontmatter is not YAML that parses"
     )
+    too_many_links: list[UnindexedFile] = Field(
+        default_factory=list,
+        description="Pages with more links than one page may have indexed: the later ones are not",
+    )
     history_versions: int = Field(default=0, description="Page versions kept in .lore/history/")
     history_bytes: int = Field(default=0, description="Their size")
     errors: int = Field(description="Invalid UTF-8 and unindexed files")
     warnings: int = Field(
-        description="Placeholders, ambiguous and loose links, orphans and frontmatter that "
-        "does not parse"
+        description="Placeholders, ambiguous and loose links, orphans, frontmatter that "
+        "does not parse and pages with too many links"
     )

@@ -4,16 +4,17 @@ Errors: files that are not valid UTF-8, page files the index could not take in (
 why: too large, unreadable, a symlink leading out of the vault, a name another file
 shows as). Warnings: placeholders (with the links that lead to them), ambiguous links
 and how they resolved, links Obsidian will not follow (loose ones and bare aliases)
-with the link to write instead, orphan pages.
+with the link to write instead, orphan pages, frontmatter that does not parse (or
+would cost too much: YAML aliases), pages with more links than are indexed.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from lore_mcp import frontmatter
-from lore_mcp.config import MAX_FILE_BYTES
+from lore_mcp.config import MAX_FILE_BYTES, MAX_PAGE_LINKS
 from lore_mcp.index import LinkRow, PageRow
 from lore_mcp.models import (
     AmbiguousLink,
@@ -72,6 +73,7 @@ def _diagnose(vault: AppState) -> DoctorReport:
     unindexed = _unindexed(vault.root, pages, vault.ignores, left_out)
     versions, kept_bytes = history.size(vault.root)
     broken = _broken_properties(vault, pages)
+    crowded = _too_many_links(links)
     unresolved = [
         Unresolved(slug=vault.handle(key), title=titles.get(key, key), links=found)
         for key, found in sites.items()
@@ -89,10 +91,16 @@ def _diagnose(vault: AppState) -> DoctorReport:
         ignored=len(left_out),
         orphans=[PageFile(slug=vault.handle(s), path=s) for s in orphans],
         broken_properties=broken,
+        too_many_links=crowded,
         history_versions=versions,
         history_bytes=kept_bytes,
         errors=len(invalid) + len(unindexed),
-        warnings=len(unresolved) + len(ambiguous) + len(loose) + len(orphans) + len(broken),
+        warnings=len(unresolved)
+        + len(ambiguous)
+        + len(loose)
+        + len(orphans)
+        + len(broken)
+        + len(crowded),
     )
 
 
@@ -117,6 +125,18 @@ def _broken_properties(vault: AppState, pages: list[PageRow]) -> list[UnindexedF
             if problem:
                 found.append(UnindexedFile(path=row.path or "", reason=problem))
     return found
+
+
+def _too_many_links(links: list[LinkRow]) -> list[UnindexedFile]:
+    """Pages holding as many indexed links as one page may (see `MAX_PAGE_LINKS`): the
+    links they hold after those are not in the index or the graph."""
+    counts = Counter(link.source for link in links)
+    reason = f"it holds {MAX_PAGE_LINKS} links or more: only the first {MAX_PAGE_LINKS} are indexed"
+    return [
+        UnindexedFile(path=p, reason=reason)
+        for p, n in sorted(counts.items())
+        if n >= MAX_PAGE_LINKS
+    ]
 
 
 def _site(vault: AppState, link: LinkRow) -> LinkSite:

@@ -10,12 +10,12 @@ import stat
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, NamedTuple
 
 from lore_mcp import frontmatter, links
-from lore_mcp.config import LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
+from lore_mcp.config import LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES, MAX_PAGE_LINKS
 from lore_mcp.errors import UnsafePathError, VaultError
 from lore_mcp.index import FileStamp, LinkRow, PageRow
 from lore_mcp.slugs import is_hidden, path_key, target_key, title_from_path
@@ -84,16 +84,19 @@ class OtherFiles:
     def __init__(self) -> None:
         self._paths: set[str] = set()
         self._names: Counter[str] = Counter()
+        self.version = 0  # counts changes: a page parsed against other ones is parsed again
 
     def add(self, rel: str) -> None:
         if (key := rel.lower()) not in self._paths:
             self._paths.add(key)
             self._names[key.rpartition("/")[2]] += 1
+            self.version += 1
 
     def discard(self, rel: str) -> None:
         if (key := rel.lower()) in self._paths:
             self._paths.remove(key)
             self._names[key.rpartition("/")[2]] -= 1
+            self.version += 1
 
     def under(self, folder: str) -> list[str]:
         prefix = folder.lower() + "/"
@@ -149,26 +152,38 @@ def parse(
     )
     properties = frontmatter.split(text)
     found = links.scan(text)
+    edges = page_links(rel_path, found, others, limit=MAX_PAGE_LINKS + 1)
+    if len(edges) > MAX_PAGE_LINKS:  # what one page may cost the index
+        log.warning("%s: links after its %d-th are not indexed", rel_path, MAX_PAGE_LINKS)
+        del edges[MAX_PAGE_LINKS:]
     return Parsed(
         row,
         text[properties.end :],
-        page_links(rel_path, found, others),
+        edges,
         properties.aliases,
         list(dict.fromkeys(tag for tag in [*properties.tags, *found.tags])),
     )
 
 
-def page_links(source: str, page: links.Scan, others: OtherFiles | None) -> list[LinkRow]:
+def page_links(
+    source: str, page: links.Scan, others: OtherFiles | None, limit: int | None = None
+) -> list[LinkRow]:
     """The links of the page `source` (its path) that can be graph edges, in order: not
-    to a heading of the same page, not to an attachment, with a page-like target."""
+    to a heading of the same page, not to an attachment, with a page-like target; the
+    first `limit` of them."""
     found: list[LinkRow] = []
+    contexts: dict[int, str] = {}  # each line's text is cut once, however many links it holds
     for link in page.links:
         if link.is_same_page or link.is_attachment or (others and others.holds(link.target)):
             continue
         key = target_key(link.target, source)
         if key is None:
             continue
-        context = page.line_text(link.line).strip()[:MAX_CONTEXT_CHARS]
+        if limit is not None and len(found) >= limit:
+            break
+        context = contexts.get(link.line)
+        if context is None:
+            context = contexts[link.line] = page.line_text(link.line).strip()[:MAX_CONTEXT_CHARS]
         found.append(
             LinkRow(source, link.target, link.line, context, key.path, key.exact, key.fold, "")
         )
@@ -179,27 +194,37 @@ class Unreadable(Exception):
     """A page file that cannot go into the index, and why."""
 
 
-def read_page_file(root: Path, rel_path: str, others: OtherFiles | None = None) -> Parsed | None:
-    """Read and parse one page file; None (logged, and said by `unreadable`) if it is
-    gone, unreadable, too large, leads out of the vault or cannot be parsed: one file
-    never stops a pass over the others."""
+def read_page_file(
+    root: Path, rel_path: str, others: OtherFiles | None = None, ahead: Parsed | None = None
+) -> Parsed | None:
+    """Read and parse one page file (unless `ahead` is that file's content parsed
+    already); None (logged, and said by `unreadable`) if it is gone, unreadable, too
+    large, leads out of the vault or cannot be parsed: one file never stops a pass
+    over the others."""
     try:
-        return _read_page_file(root, rel_path, others)
+        return _read_page_file(root, rel_path, others, ahead)
     except Unreadable as exc:
         log.warning("skipping %s: %s", rel_path, exc)
         return None
 
 
+def parse_page_file(root: Path, rel_path: str, others: OtherFiles | None) -> Parsed:
+    """`read_page_file`, raising `Unreadable` (and logging nothing) where it gives None."""
+    return _read_page_file(root, rel_path, others, None)
+
+
 def unreadable(root: Path, rel_path: str) -> str | None:
     """Why the page file cannot be indexed, as `read_page_file` logged it; None if it can."""
     try:
-        _read_page_file(root, rel_path, None)
+        _read_page_file(root, rel_path, None, None)
     except Unreadable as exc:
         return str(exc)
     return None
 
 
-def _read_page_file(root: Path, rel_path: str, others: OtherFiles | None) -> Parsed:
+def _read_page_file(
+    root: Path, rel_path: str, others: OtherFiles | None, ahead: Parsed | None
+) -> Parsed:
     path = real_path(root, rel_path)
     if path is None:
         raise Unreadable("a symbolic link on its path leads outside the vault")
@@ -209,6 +234,17 @@ def _read_page_file(root: Path, rel_path: str, others: OtherFiles | None) -> Par
         raise Unreadable(exc.strerror or str(exc)) from exc
     if data is None:
         raise Unreadable(f"{st.st_size} bytes is over the {MAX_FILE_BYTES} byte limit")
+    if ahead is not None and ahead.row.hash == content_hash(data):
+        row = replace(
+            ahead.row,
+            size=st.st_size,
+            mtime_ns=st.st_mtime_ns,
+            inode=st.st_ino,
+            ctime_ns=st.st_ctime_ns,
+        )
+        return replace(ahead, row=row)
+
+
     try:
         return parse(
             rel_path,

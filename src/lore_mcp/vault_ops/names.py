@@ -127,8 +127,20 @@ def _by_slug(vault: AppState, name: Name) -> Found | None:
     return _chosen("slug", found, found[0]) if found else None
 
 
+def _as_stored(vault: AppState, name: str) -> str | None:
+    """The page whose path is `name` character for character (with or without `.md`):
+    a handle a tool gave, whatever the file's name holds (a `\\` on Linux is a name,
+    not a folder)."""
+    for key in (name, name + ".md"):
+        if key in vault.pages:
+            return key
+    return None
+
+
 def find(vault: AppState, name: str) -> Found:
     """The page or placeholder a read of `name` means, by the first rule that finds one."""
+    if (key := _as_stored(vault, name)) is not None:
+        return Found(key, "path")
     parsed = parse_name(name)
     for rule in (_by_path, _by_title, _by_alias, _by_placeholder, _by_slug):
         if (found := rule(vault, parsed)) is not None:
@@ -138,6 +150,8 @@ def find(vault: AppState, name: str) -> Found:
 
 def for_writing(vault: AppState, name: str) -> Target:
     """The file a save of `name` writes: a page, a placeholder to fill, or a new file."""
+    if (key := _as_stored(vault, name)) is not None:
+        return Target(key, exists=True)
     parsed = parse_name(name)
     found = _by_path(vault, parsed) or _by_title(vault, parsed)
     if found is not None and found.alternatives:
@@ -187,6 +201,8 @@ def existing(vault: AppState, name: str, *, placeholders_too: bool = False) -> T
     must be its path or its title (rules 1 and 2). A name several files answer to is
     refused with them, as for any write. With
     `placeholders_too`, a placeholder's name answers a target that does not exist."""
+    if (key := _as_stored(vault, name)) is not None:
+        return Target(key, exists=True)
     parsed = parse_name(name)
     found = _by_path(vault, parsed) or _by_title(vault, parsed)
     if found is not None and found.alternatives:

@@ -120,7 +120,9 @@ def apply_external_changes(vault: AppState, rel_paths: Iterable[str]) -> SyncRep
     system names them, or as page paths: see `paths.shown`), recording them as made
     outside (see `outside`). Idempotent: files whose size, time and content are
     unchanged cost a stat, at most a hash. A change to an ignore file (`.gitignore`,
-    `.loreignore`) changes what is part of the vault: it makes a pass over every file."""
+    `.loreignore`) changes what is part of the vault: it makes a pass over every file.
+    Big files are parsed before the write lock is taken, so it is held about as long as
+    for a small one (see `sync.Ahead`)."""
 
     paths = [p.strip("/") for p in rel_paths if p.strip("/")]
     if any(is_ignore_file(p) and not ignored(p.rpartition("/")[0]) for p in paths):
@@ -131,8 +133,9 @@ def apply_external_changes(vault: AppState, rel_paths: Iterable[str]) -> SyncRep
         for p in paths
         if not ignored(p) and not vault.ignores.ignored(p, not p.lower().endswith(".md"))
     ]
+    ahead = sync.parse_ahead(vault.root, scope, vault.others)  # big files: before the lock
     with writing(vault, check_read_only=False):
-        return sync.sync(vault, scope=scope, outside=True)
+        return sync.sync(vault, scope=scope, outside=True, ahead=ahead)
 
 
 @heal.heals

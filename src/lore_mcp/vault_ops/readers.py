@@ -9,7 +9,7 @@ import multiprocessing
 import os
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -23,15 +23,21 @@ READ_CHUNK = 200
 
 
 def read_many(
-    root: Path, rel_paths: Sequence[str], others: OtherFiles | None, readers: int
+    root: Path,
+    rel_paths: Sequence[str],
+    others: OtherFiles | None,
+    readers: int,
+    ahead: Mapping[str, Parsed] | None = None,
 ) -> Iterator[tuple[str, Parsed | None]]:
-    """`read_page_file` for many files, in order. With many files and `readers` above
-    0, that many worker processes read and parse them while this process takes in what
-    they give back (reading and parsing is about half the work of a first index). If a
-    worker fails to start or dies, the rest is read here. The workers end with this
-    process, even when it is killed (see `_end_with_parent`)."""
+    """`read_page_file` for many files, in order (a page in `ahead`, parsed before the
+    write lock was taken, is only read again to check its bytes). With many files and
+    `readers` above 0, that many worker processes read and parse them while this
+    process takes in what they give back (reading and parsing is about half the work of
+    a first index). If a worker fails to start or dies, the rest is read here. The
+    workers end with this process, even when it is killed (see `_end_with_parent`)."""
     if len(rel_paths) < LARGE_PASS_FILES or readers < 1:
-        yield from ((rel, read_page_file(root, rel, others)) for rel in rel_paths)
+        parsed = ahead or {}
+        yield from ((rel, read_page_file(root, rel, others, parsed.get(rel))) for rel in rel_paths)
         return
     chunks = [rel_paths[i : i + READ_CHUNK] for i in range(0, len(rel_paths), READ_CHUNK)]
     done = 0

@@ -9,14 +9,15 @@ import logging
 import stat
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from lore_mcp.config import LARGE_PASS_FILES
+from lore_mcp.config import LARGE_PASS_FILES, PARSE_AHEAD_BYTES
 from lore_mcp.index import FileStamp
 from lore_mcp.models import SyncReport
+from lore_mcp.vault_ops import files
 from lore_mcp.vault_ops.apply import Applied, apply
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.files import OtherFiles, Parsed, Stamp, same_bytes, scan_files
@@ -36,16 +37,18 @@ def sync(
     *,
     outside: bool = False,
     ours: Collection[str] = (),
+    ahead: Ahead | None = None,
 ) -> SyncReport:
     """Bring the index in line with the files: parse what changed, drop what is gone.
-    With `scope` (vault-relative files or folders), only those paths are looked at.
-    With `outside`, what changed was changed outside lore (the watcher, the periodic
-    check, a start-up pass) and goes on the record (see `outside.record`), but for the
-    files at `ours`, which lore changed itself (a rename it finished).
+    With `scope` (vault-relative files or folders), only those paths are looked at;
+    `ahead` holds pages parsed before the lock was taken (see `Ahead`). With `outside`,
+    what changed was changed outside lore (the watcher, the periodic check, a start-up
+    pass) and goes on the record (see `outside.record`), but for the files at `ours`,
+    which lore changed itself (a rename it finished).
     When it fails, the caller's transaction rolls back, and the graph and slug sets
     (changed already) are marked to be loaded again."""
     started = time.perf_counter()
-    done = _sync(vault, scope, progress)
+    done = _sync(vault, scope, progress, ahead)
     if outside and not done.cold:
         changes = [change for change in done.changes if change.path not in ours]
         record(vault, changes, done.applied.created, done.applied.removed)
@@ -67,7 +70,7 @@ def sync_files(vault: AppState, paths: Iterable[str]) -> Applied:
     for their history (see `outside.remember`); the placeholders that made and removed.
     Everything is written to the index before this returns, so that the write finds any
     damage before it records itself as done."""
-    done = _sync(vault, paths, None)
+    done = _sync(vault, paths, None, None)
     vault.index.flush()
     remember(vault, done.changes)
     return done.applied
@@ -86,10 +89,12 @@ class _Done:
     cold: bool
 
 
-def _sync(vault: AppState, scope: Iterable[str] | None, progress: Progress | None) -> _Done:
+def _sync(
+    vault: AppState, scope: Iterable[str] | None, progress: Progress | None, ahead: Ahead | None
+) -> _Done:
     generation = vault.generation
     try:
-        return _sync_unguarded(vault, scope, progress)
+        return _sync_unguarded(vault, scope, progress, ahead)
     except BaseException:
         if vault.generation != generation:
             vault.stale = True
@@ -97,7 +102,7 @@ def _sync(vault: AppState, scope: Iterable[str] | None, progress: Progress | Non
 
 
 def _sync_unguarded(
-    vault: AppState, scope: Iterable[str] | None, progress: Progress | None
+    vault: AppState, scope: Iterable[str] | None, progress: Progress | None, ahead: Ahead | None
 ) -> _Done:
     plan = _plan(vault, None if scope is None else sorted(set(scope)))
     counts: dict[str, int] = defaultdict(int)
@@ -106,7 +111,7 @@ def _sync_unguarded(
 
     def pages() -> Iterator[Parsed]:
         for done, (rel, page) in enumerate(
-            read_many(vault.root, plan.todo, vault.others, vault.readers), 1
+            read_many(vault.root, plan.todo, vault.others, vault.readers, _usable(vault, ahead)), 1
         ):
             old = plan.known.get(rel)
             if page is None:
@@ -223,3 +228,44 @@ def forget(vault: AppState, rel_path: str) -> None:
     own: a change made outside."""
     with vault.index.write():
         sync(vault, scope=[rel_path], outside=True)
+
+
+# -- big files, parsed before the write lock --------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """Pages parsed before the write lock was taken (a big one costs seconds to parse,
+    which the lock must not wait for), and the other files (and their version) they
+    were parsed against. In the lock, one is used only if its file still holds the same
+    bytes and the other files are as they were; else the page is parsed again there."""
+
+    pages: dict[str, Parsed]
+    others: OtherFiles
+    others_version: int
+
+
+def parse_ahead(root: Path, rel_paths: Sequence[str], others: OtherFiles) -> Ahead:
+    """Parse the page files among `rel_paths` of `PARSE_AHEAD_BYTES` or more, without
+    any lock (see `Ahead`); what cannot be read now is left to the pass in the lock."""
+    version = others.version
+    found: dict[str, Parsed] = {}
+    for rel in rel_paths:
+        path = real_path(root, rel) if rel.lower().endswith(".md") else None
+        try:
+            if path is None or path.stat().st_size < PARSE_AHEAD_BYTES:
+                continue
+            found[rel] = files.parse_page_file(root, rel, others)
+        except (OSError, files.Unreadable):
+            continue
+    return Ahead(found, others, version)
+
+
+def _usable(vault: AppState, ahead: Ahead | None) -> dict[str, Parsed]:
+    """The pages parsed ahead that still hold: the other files are as they were."""
+    if ahead is None or (vault.others, vault.others.version) != (
+        ahead.others,
+        ahead.others_version,
+    ):
+        return {}
+    return ahead.pages
