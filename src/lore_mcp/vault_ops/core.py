@@ -51,6 +51,9 @@ class AppState:
     data_version: int = 0  # the index's, when this process last took in other commits
     generation: int = 0  # counts changes to the graph and slug sets
     stale: bool = False  # the graph and slug sets must be loaded again from the index
+    # Page files a write changed whose index update has not committed yet (or failed to:
+    # the next write takes them in first).
+    unindexed: set[str] = field(default_factory=set)
 
     def handle(self, key: str) -> str:
         """The name tools show for a page or placeholder (see `PageSet.handle`); for

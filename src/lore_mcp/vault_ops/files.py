@@ -343,6 +343,19 @@ def page_entry(root: Path, rel: str) -> Path:
 def atomic_write(path: Path, data: bytes) -> None:
     """Write via a hidden temp file, fsync, and rename: the old or the new content,
     never a torn file."""
+    temp = prepare(path, data)[0]
+    try:
+        put_in_place(temp, path)
+    except VaultError:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def prepare(path: Path, data: bytes) -> tuple[Path, os.stat_result]:
+    """The first half of an atomic write: `data` in a hidden temp file beside `path`
+    (its folders made), fsynced, with the mode of the file it is to replace; the temp
+    file and its stat (which `path` has once it is put in place: a rename keeps size
+    and modification time). VaultError when it cannot be written, with nothing left."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX, suffix=".md~")
@@ -355,9 +368,17 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
         Path(tmp).chmod(mode)
-        Path(tmp).replace(path)
+        return Path(tmp), Path(tmp).stat()
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
+        raise VaultError(f"Cannot write {path.name!r}: {exc.strerror or exc}.") from exc
+
+
+def put_in_place(temp: Path, path: Path) -> None:
+    """The second half: rename the temp file over `path`, and make that durable."""
+    try:
+        temp.replace(path)
+    except OSError as exc:
         raise VaultError(f"Cannot write {path.name!r}: {exc.strerror or exc}.") from exc
     fsync_dir(path.parent)
 

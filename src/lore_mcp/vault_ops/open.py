@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import gc
 import logging
+import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from lore_mcp.config import MAX_FILE_BYTES
 from lore_mcp.errors import FileVanishedError, VaultError
-from lore_mcp.index import Patience
+from lore_mcp.index import Patience, repair
 from lore_mcp.models import SyncReport
 from lore_mcp.vault_ops import apply, journal, sync
 from lore_mcp.vault_ops.core import AppState, open_index
@@ -68,7 +69,7 @@ def index_vault(
     try:
         with vault.lock, vault.index.write(patience), _no_cycle_collection():
             apply.load(vault)
-            journal.recover(vault.root)  # the pass below takes in what it finishes
+            journal.recover(vault.root, read_only=vault.read_only)  # the pass takes it in
             report = sync.sync(vault, progress=progress)
     finally:
         vault.ready.set()
@@ -153,22 +154,56 @@ def reading(vault: AppState) -> Iterator[None]:
 
 @contextmanager
 def writing(vault: AppState, check_read_only: bool = True) -> Iterator[None]:
-    """Around a write: as `reading`, inside one write transaction of the index. On a
-    failure the transaction rolls back, and the graph is loaded again if it changed."""
+    """Around a write: as `reading`, inside one write transaction of the index, after
+    finishing what a write another process left (see `journal`) and taking in the files
+    an earlier write changed whose index update failed. On a failure the transaction
+    rolls back, and the graph is loaded again if it changed; a full or unwritable index
+    fails as a VaultError that says whether the files changed."""
     if check_read_only and vault.read_only:
         raise VaultError("The vault is open read-only; it cannot be changed.")
     vault.ready.wait()
     with vault.lock:
         generation = vault.generation
+        behind = set(vault.unindexed)
         try:
             with vault.index.write():
                 apply.refresh(vault)
-                if touched := journal.recover(vault.root):  # a rename another process left
-                    sync.sync(vault, scope=touched)
+                touched = journal.recover(vault.root, read_only=vault.read_only)
+                if touched or behind:  # a write another process left, or ours unindexed
+                    sync.sync(vault, scope=sorted({*touched, *behind}))
                 yield
+            vault.unindexed.clear()
         except BaseException as exc:
             if vault.generation != generation:  # the graph holds what the index rolled back
                 vault.stale = True
             if isinstance(exc, FileVanishedError):
                 sync.forget(vault, exc.rel_path)
+            if isinstance(exc, sqlite3.Error) and repair.primary(exc) in _DISK_TROUBLE:
+                raise _not_indexed(exc, sorted(vault.unindexed - behind)) from exc
             raise
+
+
+# SQLite's verdicts on a disk that is full, failing or not writable.
+_DISK_TROUBLE = (
+    sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_PERM,
+)
+
+
+def _not_indexed(exc: sqlite3.Error, changed: list[str]) -> VaultError:
+    """What a write whose index update failed tells: nothing changed, or which files
+    did (the next write, the watcher or the next start takes them in)."""
+    if not changed:
+        return VaultError(
+            f"The index could not be updated ({exc}); nothing was changed. Free some disk "
+            "space where the vault keeps its index (.lore/cache/) and try again."
+        )
+    return VaultError(
+        f"The change was made and recorded in the audit log ({', '.join(changed)}), but "
+        f"the index could not be updated ({exc}). Reads and searches may not show it until "
+        "it is taken in: by the next write, the file watcher, or the next start. Do not "
+        "repeat the change; free some disk space where the vault keeps its index."
+    )
