@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lore_mcp import audit
-from lore_mcp.config import JOURNAL_FILE, LEGACY_JOURNAL_FILE, LORE_DIR
+from lore_mcp.config import HISTORY_DIR, JOURNAL_FILE, LEGACY_JOURNAL_FILE, LORE_DIR
 from lore_mcp.errors import LoreError, VaultError
 from lore_mcp.slugs import slug_from_path
 from lore_mcp.vault_ops.core import AppState
@@ -348,6 +348,11 @@ def _undo(root: Path, plan: Plan) -> None:
             (root / kept).unlink(missing_ok=True)
         except OSError as exc:
             log.warning("could not remove %s: %s", kept, exc)
+        top, folder = root / LORE_DIR / HISTORY_DIR, (root / kept).parent
+        with contextlib.suppress(OSError):  # the page's history folders, if it made them
+            while folder != top and folder.is_relative_to(top):
+                folder.rmdir()
+                folder = folder.parent
     for folder in plan.made:
         with contextlib.suppress(OSError):  # not empty: something else came to live there
             (root / folder).rmdir()
