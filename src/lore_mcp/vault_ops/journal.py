@@ -353,9 +353,9 @@ def _undo(root: Path, plan: Plan) -> None:
             while folder != top and folder.is_relative_to(top):
                 folder.rmdir()
                 folder = folder.parent
-    for folder in plan.made:
+    for made in plan.made:
         with contextlib.suppress(OSError):  # not empty: something else came to live there
-            (root / folder).rmdir()
+            (root / made).rmdir()
 
 
 def _merge(source: Path, dest: Path) -> None:
