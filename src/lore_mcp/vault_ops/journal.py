@@ -106,6 +106,7 @@ class Change:
         self.make_folders(entry.parent)
         temp, st = prepare(entry, data)
         self.plan.writes[rel] = temp.name
+        fsync_dir(entry.parent)  # the temp file's name outlasts a power loss, as the journal
         return st
 
     def make_folders(self, folder: Path) -> None:
@@ -327,6 +328,8 @@ def _carry_out(root: Path, plan: Plan) -> None:
         entry = page_entry(root, rel)
         if (entry.parent / temp).exists():
             put_in_place(entry.parent / temp, entry)
+        elif audit.file_hash(entry) is None:
+            log.warning("the new bytes of %s were lost before they were put in place", rel)
     for rel in plan.deletes:
         entry = page_entry(root, rel)
         try:

@@ -168,9 +168,11 @@ def writing(vault: AppState, check_read_only: bool = True) -> Iterator[None]:
         try:
             with vault.index.write():
                 apply.refresh(vault)
-                touched = journal.recover(vault.root, read_only=vault.read_only)
-                if touched or behind:  # a write another process left, or ours unindexed
-                    sync.sync(vault, scope=sorted({*touched, *behind}))
+                # A write another process left, finished now; or ours, not in the index yet.
+                behind |= set(journal.recover(vault.root, read_only=vault.read_only))
+                vault.unindexed |= behind
+                if behind:
+                    sync.sync(vault, scope=sorted(behind))
                 yield
             vault.unindexed.clear()
         except BaseException as exc:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from lore_mcp import audit, links
-from lore_mcp.errors import InvalidArgumentError, PageExistsError
+from lore_mcp.errors import FileVanishedError, InvalidArgumentError, PageExistsError
 from lore_mcp.models import RenameResult, RetargetedLink
 from lore_mcp.slugs import (
     PageSet,
@@ -141,7 +141,10 @@ def _prepare(
     pages = []
     for rel, data in after.items():
         if rel == new_rel and old_rel not in texts:  # the file itself moves
-            st = files.page_entry(vault.root, old_rel).stat()
+            try:
+                st = files.page_entry(vault.root, old_rel).stat()
+            except FileNotFoundError:
+                raise FileVanishedError(old_rel) from None
         else:
             st = change.write(rel, data)
         pages.append(files.parse(rel, data, st.st_size, st.st_mtime_ns, vault.others))
