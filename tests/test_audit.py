@@ -234,7 +234,7 @@ def test_a_write_whose_record_cannot_be_written_changes_nothing(state: AppState)
     ]
     for attempt in attempts:
         with pytest.raises(
-            VaultError, match=r"audit log .* cannot be written.*nothing was changed"
+            VaultError, match=r"audit log .* cannot be written.*Nothing was changed"
         ):
             attempt()
         assert vault_files(state.root) == before

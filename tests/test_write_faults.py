@@ -15,7 +15,8 @@ import errno
 import hashlib
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -93,15 +94,19 @@ CALLS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def seed(root: Path) -> None:
+def seed(root: Path, *, linked: bool = False) -> None:
+    """Three pages, `Note` saved once (a version to restore); with `linked`, `Note.md`
+    has a second name, so the history must copy its bytes (it cannot link them)."""
     write(root, "Hub.md", "The hub: [[Note]], [[Note#Note|the note]].\n")
     write(root, "Other.md", "Also [[Note]].\n")
     (root / "Note.md").write_bytes(b"first version\n")
     state = vault_ops.open_vault(root)
     try:
-        vault_ops.save_page(state, "Note", NOTE.decode())  # a version to restore
+        vault_ops.save_page(state, "Note", NOTE.decode())
     finally:
         state.close()  # the next open starts with an empty write-ahead log
+    if linked:
+        os.link(root / "Note.md", root / ".twin")
 
 
 def arguments(name: str) -> tuple[str, dict[str, Any]]:
@@ -109,27 +114,50 @@ def arguments(name: str) -> tuple[str, dict[str, Any]]:
     return tool, given if name == "create" else given | {"expected_hash": sha(NOTE)}
 
 
-async def attempt(root: Path, name: str, *, full: Path) -> None:
-    """Fill the disk at `full`, make the call: it must fail having changed nothing, or
-    succeed whole. Then free the space and make the same call again."""
+@contextlib.contextmanager
+def full_disk(root: Path) -> Iterator[None]:
+    """The file system `root`'s parent is mounted at, filled while inside."""
+    filler = fill(root.parent)
+    try:
+        yield
+    finally:
+        filler.unlink()
+
+
+@contextlib.contextmanager
+def audit_unwritable(root: Path) -> Iterator[None]:
+    """The audit log cannot be written while inside: a folder stands at its path."""
+    log = audit.log_path(root)
+    log.rename(log.with_suffix(".aside"))
+    log.mkdir()
+    try:
+        yield
+    finally:
+        log.rmdir()
+        log.with_suffix(".aside").rename(log)
+
+
+async def attempt(
+    root: Path, name: str, fault: Callable[[Path], AbstractContextManager[None]]
+) -> None:
+    """Make the call while `fault` holds: it must fail saying nothing was changed, and
+    have changed nothing. Then make the same call again once the fault is gone: it
+    succeeds, and its audit record says what the files hold."""
     tool, given = arguments(name)
     state = vault_ops.open_vault(root, scan=False)
     async with Client(build_server(state), mode="legacy") as client:
-        await call(client, "list_pages")  # the first pass is done before the disk fills
+        await call(client, "list_pages")  # the first pass is done before the fault
         before = state_of(root)
-        filler = fill(full)
-        result = await call(client, tool, **given)
-        filler.unlink()
+        with fault(root):
+            result = await call(client, tool, **given)
         message = text(result)
-        assert "Internal error" not in message
-        if result.is_error:
-            assert "Nothing was changed" in message, message
-            now = state_of(root)
-            assert now == before, (message, set(now.items()) ^ set(before.items()))
-            await call(client, "list_pages")
-            assert_matches_fresh(state)
-            result = await call(client, tool, **given)  # the retry, with space again
-            assert result.is_error is False, text(result)
+        assert result.is_error and "Nothing was changed" in message, message
+        now = state_of(root)
+        assert now == before, (message, set(now.items()) ^ set(before.items()))
+        await call(client, "list_pages")
+        assert_matches_fresh(state)
+        result = await call(client, tool, **given)  # the retry, with the same expected_hash
+        assert result.is_error is False, text(result)
         records = audit.read_log(root).records
         assert len(records) == 2  # the seed's save, then this one
         last = records[-1]
@@ -141,13 +169,24 @@ async def attempt(root: Path, name: str, *, full: Path) -> None:
         assert_matches_fresh(state)
 
 
+@pytest.mark.parametrize("linked", [False, True], ids=["history links", "history copies"])
 @pytest.mark.parametrize("name", sorted(CALLS))
-async def test_a_write_on_a_full_vault_disk_changes_nothing(tmp_path: Path, name: str) -> None:
+async def test_a_write_on_a_full_vault_disk_changes_nothing(
+    tmp_path: Path, name: str, linked: bool
+) -> None:
     with tmpfs(tmp_path / "disk", "2m") as disk:
         root = disk / "vault"
         root.mkdir()
-        seed(root)
-        await attempt(root, name, full=disk)
+        seed(root, linked=linked)
+        await attempt(root, name, full_disk)
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+async def test_a_write_whose_audit_record_cannot_be_written_changes_nothing(
+    vault_dir: Path, name: str
+) -> None:
+    seed(vault_dir)
+    await attempt(vault_dir, name, audit_unwritable)
 
 
 @pytest.mark.parametrize("name", sorted(CALLS))

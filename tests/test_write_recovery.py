@@ -105,15 +105,16 @@ def test_read_only_leaves_an_interrupted_rename_and_reports_it(
     assert "[[Note]]" in (vault_dir / "Hub.md").read_text()
     half = files(vault_dir)
     with caplog.at_level(logging.WARNING, logger="lore_mcp"):
-        state = vault_ops.open_vault(vault_dir, read_only=True)
-        state.close()
+        state = vault_ops.open_vault(vault_dir, read_only=True)  # as --read-only opens it
+        try:
+            report = vault_ops.doctor(state)
+        finally:
+            state.close()
     assert "an interrupted write (Note.md -> moved/Renamed Note.md)" in caplog.text
-    searched = lore("search", "note", "--vault", str(vault_dir))  # a read-only door
-    assert searched.returncode == 0, searched.stderr
-    doctor = lore("doctor", "--vault", str(vault_dir))
+    assert report.unfinished_write is not None and report.errors == 1
+    assert "Note.md -> moved/Renamed Note.md" in report.unfinished_write
+    doctor = lore("doctor", "--vault", str(vault_dir))  # a door that only reads
     assert doctor.returncode == 1 and "interrupted write" in doctor.stdout, doctor.stdout
-    report = json.loads(lore("doctor", "--json", "--vault", str(vault_dir)).stdout)
-    assert "Note.md -> moved/Renamed Note.md" in report["unfinished_write"]
     assert files(vault_dir) == half  # not a byte, not a time changed
     assert (vault_dir / LORE_DIR / JOURNAL_FILE).exists()
 
@@ -134,10 +135,10 @@ def test_read_only_leaves_an_interrupted_rename_and_reports_it(
         for rel, after in pages:
             assert audit.file_hash(vault_dir / rel) == after
         assert not list(vault_dir.rglob(".lore-tmp-*"))
+        assert vault_ops.doctor(state).unfinished_write is None
         assert_matches_fresh(state)
     finally:
         state.close()
-    assert lore("doctor", "--vault", str(vault_dir)).returncode == 0
 
 
 def test_a_rename_left_by_an_older_version_is_finished_with_its_record(vault_dir: Path) -> None:

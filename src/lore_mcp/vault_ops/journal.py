@@ -135,10 +135,11 @@ class Change:
             audit.append_line(self.root, line)
         except OSError as exc:
             _drop(self.root, _record(self.root))
+            where = audit.log_path(self.root).relative_to(self.root).as_posix()
             raise VaultError(
-                f"The audit log {audit.log_path(self.root)} cannot be written "
-                f"({exc.strerror or exc}), and no write is made without its record: nothing "
-                "was changed. Make it writable (or free some disk space) and try again."
+                f"The vault's audit log ({where}) cannot be written ({exc.strerror or exc}), "
+                "and no write is made without its record. Nothing was changed; make it "
+                "writable (or free some disk space) and try again."
             ) from exc
         self.committed = True
         self.vault.unindexed.update(self.plan.paths())  # until the index commits
