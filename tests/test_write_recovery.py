@@ -12,8 +12,10 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from conftest import write
 from helpers import assert_matches_fresh, environment
 from lore_mcp import audit, vault_ops
 from lore_mcp.config import JOURNAL_FILE, LEGACY_JOURNAL_FILE, LORE_DIR
+from lore_mcp.vault_ops.files import STALE_TEMP_SECONDS
 
 # The child: it opens the vault, arms a SIGKILL at one function of the write, and renames.
 CHILD = """
@@ -103,6 +106,10 @@ def test_read_only_leaves_an_interrupted_rename_and_reports_it(
     killed_renaming(vault_dir, "journal.put_in_place")  # the page moved, no link rewritten
     assert (vault_dir / "moved/Renamed Note.md").exists()
     assert "[[Note]]" in (vault_dir / "Hub.md").read_text()
+    temps = list(vault_dir.rglob(".lore-tmp-*"))  # the new bytes, to be put in place
+    assert len(temps) == 2  # Hub.md and Other.md; Note.md itself moves
+    for temp in temps:  # old enough to look abandoned: kept all the same, for the journal
+        os.utime(temp, (time.time() - 2 * STALE_TEMP_SECONDS,) * 2)
     half = files(vault_dir)
     with caplog.at_level(logging.WARNING, logger="lore_mcp"):
         state = vault_ops.open_vault(vault_dir, read_only=True)  # as --read-only opens it

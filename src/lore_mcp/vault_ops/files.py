@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lore_mcp import frontmatter, links
-from lore_mcp.config import LARGE_PASS_FILES, LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES
+from lore_mcp.config import (
+    JOURNAL_FILE,
+    LARGE_PASS_FILES,
+    LORE_DIR,
+    MAX_CONTEXT_CHARS,
+    MAX_FILE_BYTES,
+)
 from lore_mcp.errors import UnsafePathError, VaultError
 from lore_mcp.index import LinkRow, PageRow
 from lore_mcp.slugs import is_hidden, path_key, target_key, title_from_path
@@ -268,7 +274,8 @@ def scan_files(
     """Every page file under the root (or its folder `under`), by page path (see
     `paths.shown`): a regular `.md` file, outside dot-folders, not a symlink leading
     outside the root; the other files go to `others`. Folder symlinks are not followed.
-    Temp files left by a killed write are removed once surely abandoned. What is skipped
+    Temp files left by a killed write are removed once surely abandoned (not while a
+    write's journal is there: they may hold the bytes it is to put in place). What is skipped
     is logged (unless `warn` is false: a check that runs every minute would repeat it)
     and put in `skipped` with why."""
     say = log.warning if warn else log.debug
@@ -280,6 +287,7 @@ def scan_files(
 
     found: dict[str, Stamp] = {}
     real_root = root.resolve()
+    unfinished = (root / LORE_DIR / JOURNAL_FILE).exists()
     pending = [(on_disk(root, under) if under else root, under)]
     while pending:
         folder, rel_folder = pending.pop()
@@ -290,7 +298,7 @@ def scan_files(
             continue
         names = frozenset(entry.name for entry in entries)
         for entry in entries:
-            if entry.name.startswith(TEMP_PREFIX):
+            if entry.name.startswith(TEMP_PREFIX) and not unfinished:
                 _remove_if_stale(entry)
             if entry.name.startswith("."):
                 continue
