@@ -18,6 +18,9 @@ renaming temp files over pages, removing them) needs no space. So:
   source is there, a temp file put in place only while it is there;
 - a vault opened read-only leaves a journal as it is, and says so (`pending`).
 
+A process killed after keeping a version and before writing the journal leaves that
+version kept: a copy of what the page still holds, nothing lost.
+
 A journal of the older kind (`.lore/rename.json`: a rename with its new bytes, written
 before 0.3) is finished as it was, and gets its audit record then.
 """
