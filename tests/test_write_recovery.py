@@ -178,3 +178,13 @@ def test_a_rename_left_by_an_older_version_is_finished_with_its_record(vault_dir
         assert_matches_fresh(state)
     finally:
         state.close()
+
+
+def test_a_page_moved_and_rewritten_keeps_its_mode(state: vault_ops.AppState) -> None:
+    page = write(state.root, "Note.md", "I am [[Note]].\n")
+    page.chmod(0o600)
+    vault_ops.index_vault(state)
+    vault_ops.rename_page(state, "Note", "moved/Renamed")
+    moved = state.root / "moved/Renamed.md"
+    assert moved.read_text() == "I am [[Renamed]].\n"
+    assert moved.stat().st_mode & 0o777 == 0o600

@@ -359,11 +359,12 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def prepare(path: Path, data: bytes) -> tuple[Path, os.stat_result]:
+def prepare(path: Path, data: bytes, mode_of: Path | None = None) -> tuple[Path, os.stat_result]:
     """The first half of an atomic write: `data` in a hidden temp file beside `path`
-    (its folders made), fsynced, with the mode of the file it is to replace; the temp
-    file and its stat (which `path` has once it is put in place: a rename keeps size
-    and modification time). VaultError when it cannot be written, with nothing left."""
+    (its folders made), fsynced, with the mode of the file it is to replace (or of
+    `mode_of`, a file that moves there first); the temp file and its stat (which `path`
+    has once it is put in place: a rename keeps size and modification time).
+    VaultError when it cannot be written, with nothing left."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX, suffix=".md~")
@@ -374,7 +375,8 @@ def prepare(path: Path, data: bytes) -> tuple[Path, os.stat_result]:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+        like = mode_of or path
+        mode = like.stat().st_mode & 0o7777 if like.exists() else 0o644
         Path(tmp).chmod(mode)
         return Path(tmp), Path(tmp).stat()
     except OSError as exc:

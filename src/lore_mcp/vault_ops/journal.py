@@ -102,12 +102,14 @@ class Change:
             raise VaultError(f"Cannot delete {rel!r}: its folder is not writable.")
         self.plan.deletes.append(rel)
 
-    def write(self, rel: str, data: bytes) -> os.stat_result:
-        """Put `data` in a temp file beside page path `rel` (its path after the moves);
-        the temp file's stat, which the page file has once the temp is put in place."""
+    def write(self, rel: str, data: bytes, moved_from: str | None = None) -> os.stat_result:
+        """Put `data` in a temp file beside page path `rel` (its path after the moves,
+        from `moved_from`, whose mode it keeps); the temp file's stat, which the page
+        file has once the temp is put in place."""
         entry = page_entry(self.root, rel)
         self.make_folders(entry.parent)
-        temp, st = prepare(entry, data)
+        mode_of = None if moved_from is None else page_entry(self.root, moved_from)
+        temp, st = prepare(entry, data, mode_of)
         self.plan.writes[rel] = temp.name
         fsync_dir(entry.parent)  # the temp file's name outlasts a power loss, as the journal
         return st

@@ -146,7 +146,7 @@ def _prepare(
             except FileNotFoundError:
                 raise FileVanishedError(old_rel) from None
         else:
-            st = change.write(rel, data)
+            st = change.write(rel, data, old_rel if rel == new_rel else None)
         pages.append(files.parse(rel, data, st.st_size, st.st_mtime_ns, vault.others))
     return apply.apply(vault, pages, [old_rel], coming=[new_rel])
 
