@@ -218,3 +218,22 @@ async def test_a_write_with_a_full_index_disk_says_what_it_did(tmp_path: Path, n
             filler.unlink()
             await call(client, "save_page", slug="Later", content="a later write\n")
             assert_matches_fresh(state)
+
+
+@pytest.mark.parametrize("tool", ["read_page", "delete_page"])
+async def test_a_file_vanishing_while_the_index_disk_is_full(tmp_path: Path, tool: str) -> None:
+    root = tmp_path / "vault"
+    root.mkdir()
+    cache = root / LORE_DIR / CACHE_DIR
+    with tmpfs(cache, "1m"):
+        seed(root)
+        state = vault_ops.open_vault(root, scan=False)
+        async with Client(build_server(state), mode="legacy") as client:
+            await call(client, "list_pages")
+            filler = fill(cache)
+            (root / "Note.md").unlink()  # behind the server's back
+            result = await call(client, tool, slug="Note")
+            assert result.is_error and "disappeared from disk" in text(result), text(result)
+            filler.unlink()
+            await call(client, "save_page", slug="Later", content="a later write\n")
+            assert_matches_fresh(state)

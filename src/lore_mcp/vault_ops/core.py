@@ -51,8 +51,8 @@ class AppState:
     data_version: int = 0  # the index's, when this process last took in other commits
     generation: int = 0  # counts changes to the graph and slug sets
     stale: bool = False  # the graph and slug sets must be loaded again from the index
-    # Page files a write changed whose index update has not committed yet (or failed to:
-    # the next write takes them in first).
+    # Page files that changed (by a write, or vanished) and are not in the index yet: its
+    # commit is still to come, or it failed (a full disk); the next write takes them in.
     unindexed: set[str] = field(default_factory=set)
 
     def handle(self, key: str) -> str:

@@ -148,7 +148,7 @@ def reading(vault: AppState) -> Iterator[None]:
         try:
             yield
         except FileVanishedError as exc:
-            sync.forget(vault, exc.rel_path)
+            _forget(vault, exc.rel_path)
             raise
 
 
@@ -179,10 +179,23 @@ def writing(vault: AppState, check_read_only: bool = True) -> Iterator[None]:
             if vault.generation != generation:  # the graph holds what the index rolled back
                 vault.stale = True
             if isinstance(exc, FileVanishedError):
-                sync.forget(vault, exc.rel_path)
+                _forget(vault, exc.rel_path)
             if isinstance(exc, sqlite3.Error) and repair.primary(exc) in _DISK_TROUBLE:
                 raise _not_indexed(exc, sorted(vault.unindexed - behind)) from exc
             raise
+
+
+def _forget(vault: AppState, rel: str) -> None:
+    """Take a file that vanished out of the index; where the index cannot be written
+    (a full disk), the next write does it."""
+    try:
+        sync.forget(vault, rel)
+    except sqlite3.Error as exc:
+        if repair.primary(exc) not in _DISK_TROUBLE:
+            raise
+        vault.stale = True
+        vault.unindexed.add(rel)
+        log.warning("could not take %s out of the index: %s", rel, exc)
 
 
 # SQLite's verdicts on a disk that is full, failing or not writable.
