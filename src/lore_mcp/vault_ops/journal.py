@@ -47,7 +47,6 @@ from lore_mcp.vault_ops.files import (
     fsync_dir,
     page_entry,
     prepare,
-    put_in_place,
     read_regular,
 )
 from lore_mcp.vault_ops.paths import real_path
@@ -111,7 +110,6 @@ class Change:
         mode_of = None if moved_from is None else page_entry(self.root, moved_from)
         temp, st = prepare(entry, data, mode_of)
         self.plan.writes[rel] = temp.name
-        fsync_dir(entry.parent)  # the temp file's name outlasts a power loss, as the journal
         return st
 
     def make_folders(self, folder: Path) -> None:
@@ -135,6 +133,8 @@ class Change:
         VaultError and the caller undoes; after it, the journal stays for the next
         write or start to finish, and the error says so."""
         line = record.model_dump_json().encode("utf-8")
+        for folder in _folders(self.root, self.plan.writes):  # the temp files' names too
+            fsync_dir(folder)  # outlast a power loss, as the journal does
         atomic_write(_record(self.root), _document(self.plan, line))
         try:
             audit.append_line(self.root, line)
@@ -332,10 +332,15 @@ def _carry_out(root: Path, plan: Plan) -> None:
         _merge(root / old, root / new)
     for rel, temp in plan.writes.items():
         entry = page_entry(root, rel)
-        if (entry.parent / temp).exists():
-            put_in_place(entry.parent / temp, entry)
-        elif audit.file_hash(entry) is None:
-            log.warning("the new bytes of %s were lost before they were put in place", rel)
+        try:
+            (entry.parent / temp).replace(entry)
+        except FileNotFoundError:  # put in place already, or lost in a power cut
+            if audit.file_hash(entry) is None:
+                log.warning("the new bytes of %s were lost before they were put in place", rel)
+        except OSError as exc:
+            raise VaultError(f"Cannot write {rel!r}: {exc.strerror or exc}.") from exc
+    for folder in _folders(root, plan.writes):
+        fsync_dir(folder)
     for rel in plan.deletes:
         entry = page_entry(root, rel)
         try:
@@ -343,6 +348,11 @@ def _carry_out(root: Path, plan: Plan) -> None:
         except OSError as exc:
             raise VaultError(f"Cannot delete {rel!r}: {exc.strerror or exc}.") from exc
         fsync_dir(entry.parent)
+
+
+def _folders(root: Path, rels: Iterable[str]) -> list[Path]:
+    """The folders the page files `rels` are in, each once."""
+    return list(dict.fromkeys(page_entry(root, rel).parent for rel in rels))
 
 
 def _undo(root: Path, plan: Plan) -> None:
