@@ -103,7 +103,7 @@ def test_read_only_leaves_an_interrupted_rename_and_reports_it(
     vault_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     seed(vault_dir)
-    killed_renaming(vault_dir, "journal.put_in_place")  # the page moved, no link rewritten
+    killed_renaming(vault_dir, "journal._merge")  # the page moved, no link rewritten
     assert (vault_dir / "moved/Renamed Note.md").exists()
     assert "[[Note]]" in (vault_dir / "Hub.md").read_text()
     temps = list(vault_dir.rglob(".lore-tmp-*"))  # the new bytes, to be put in place
