@@ -169,7 +169,11 @@ async def attempt(
         assert_matches_fresh(state)
 
 
-@pytest.mark.parametrize("linked", [False, True], ids=["history links", "history copies"])
+@pytest.mark.parametrize(
+    "linked",
+    [False, pytest.param(True, marks=pytest.mark.slow)],  # the default run keeps to its time
+    ids=["history links", "history copies"],
+)
 @pytest.mark.parametrize("name", sorted(CALLS))
 async def test_a_write_on_a_full_vault_disk_changes_nothing(
     tmp_path: Path, name: str, linked: bool
