@@ -6,10 +6,10 @@ import hashlib
 import inspect
 import io
 import json
-import logging
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ import pytest
 from mcp import Client
 from mcp.types import Implementation
 
-from helpers import environment
+from helpers import assert_matches_fresh, environment
 from lore_mcp import audit
 from lore_mcp import vault_ops as ops
 from lore_mcp.cli import main
@@ -210,14 +210,45 @@ def test_a_torn_last_line_is_skipped_and_the_next_starts_clean(state: AppState) 
     assert [r.slug for r in found.records] == ["one", "two"] and found.skipped == 1
 
 
-def test_a_log_that_cannot_be_written_does_not_undo_the_write(
-    state: AppState, caplog: pytest.LogCaptureFixture
-) -> None:
-    audit.log_path(state.root).mkdir(parents=True)
-    with caplog.at_level(logging.ERROR, logger="lore_mcp.audit"):
-        saved = ops.save_page(state, "Kept", "still saved")
-    assert saved.created and (state.root / "Kept.md").read_text() == "still saved"
-    assert "could not write the audit log" in caplog.text
+def vault_files(root: Path) -> dict[str, bytes]:
+    """Every file of the vault, its history and audit log too, but not the index cache."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and ".lore/cache" not in p.relative_to(root).as_posix()
+    }
+
+
+def test_a_write_whose_record_cannot_be_written_changes_nothing(state: AppState) -> None:
+    first = ops.save_page(state, "Kept", "first\n")
+    ops.save_page(state, "Other", "see [[Kept]]\n")
+    log = audit.log_path(state.root)
+    log.rename(log.with_suffix(".moved"))
+    log.mkdir()  # the audit log cannot be written: the path is a folder
+    before = vault_files(state.root)
+    attempts: list[Callable[[], object]] = [
+        lambda: ops.save_page(state, "Kept", "second\n", expected_hash=first.hash),
+        lambda: ops.save_page(state, "New", "new\n"),
+        lambda: ops.delete_page(state, "Kept", expected_hash=first.hash),
+        lambda: ops.rename_page(state, "Kept", "Moved", expected_hash=first.hash),
+    ]
+    for attempt in attempts:
+        with pytest.raises(
+            VaultError, match=r"audit log .* cannot be written.*Nothing was changed"
+        ):
+            attempt()
+        assert vault_files(state.root) == before
+    ops.list_pages(state)  # the next call loads again what the failed ones rolled back
+    assert_matches_fresh(state)
+    log.rmdir()
+    log.with_suffix(".moved").rename(log)
+    attempts[3]()  # the same call, with the same expected_hash, once the log can be written
+    attempts[1]()
+    assert [(r.tool, r.slug) for r in audit.read_log(state.root).records][2:] == [
+        ("rename_page", "moved"),
+        ("save_page", "new"),
+    ]
+    assert_matches_fresh(state)
 
 
 # -- reading it back ------------------------------------------------------------------------

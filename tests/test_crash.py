@@ -1,8 +1,10 @@
 """Crash safety: SIGKILL a real server in the middle of a stream of saves, many times.
 
 Every page file is always exactly one of the contents sent for it (never empty, never
-torn); the hidden temp files a killed write leaves behind are never pages; and each
-restart's index converges to the files.
+torn); the hidden temp files a killed write leaves behind are never pages; each
+restart's index converges to the files; and after each restart the audit log agrees
+with the files: each page's records chain from one content to the next, and the last
+says what the file holds.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from helpers import assert_matches_fresh, page_slugs
-from lore_mcp import vault_ops
+from lore_mcp import audit, vault_ops
 from lore_mcp.slugs import slug_from_path
 from rawpipe import RawServer
 
 SEED = 20260806
-ROUNDS = 12
+ROUNDS = 24
 PAGES = 4
 
 
@@ -84,6 +86,19 @@ def one_round(raw: RawServer, rng: random.Random, tag: str, sent: dict[str, set[
     return answered + 1
 
 
+def assert_audit_agrees(root: Path, sent: dict[str, set[bytes]]) -> None:
+    """Per page, the records chain (each one's `before` is the last one's `after`),
+    each is a content that was sent, and the last is what the file holds."""
+    last: dict[str, str | None] = {}
+    for record in audit.read_log(root).records:
+        assert record.tool == "save_page"
+        assert record.before == last.get(record.path), f"a change to {record.path} unrecorded"
+        assert record.after in {audit.data_hash(data) for data in sent[record.path]}
+        last[record.path] = record.after
+    for rel in sent:
+        assert audit.file_hash(root / rel) == last.get(rel), f"{rel} differs from its record"
+
+
 @pytest.mark.slow
 def test_sigkill_mid_save_never_tears_a_page(tmp_path: Path) -> None:
     rng = random.Random(SEED)
@@ -108,6 +123,7 @@ def test_sigkill_mid_save_never_tears_a_page(tmp_path: Path) -> None:
             assert sorted(page_slugs(state)) == sorted(slug_from_path(rel) for rel in files)
             assert not any(p.name in page_slugs(state) for p in leftovers)
             assert_matches_fresh(state)
+            assert_audit_agrees(root, sent)
         finally:
             state.close()
     with upcoming:

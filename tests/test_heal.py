@@ -246,11 +246,12 @@ async def test_a_page_damaged_under_a_running_server_process(brain_dir: Path, se
     check_vault(damaged, untouched)
 
 
-def test_damage_found_after_a_write_changed_the_file_undoes_it_and_runs_it_again(
+def test_damage_found_during_a_write_changes_nothing_and_it_runs_again(
     brain_dir: Path,
 ) -> None:
-    """The full-text index damaged: an append reads nothing of it until the file is
-    written. The file is put back, the index rebuilt, and the append made once."""
+    """The full-text index damaged: an append reads nothing of it until it takes the
+    page in, before its commit point. Nothing is changed, the index is rebuilt, and
+    the append made once."""
     root = indexed_copy(brain_dir, "damaged")
     state = ops.open_vault(root)
     try:
@@ -274,7 +275,8 @@ def test_damage_found_after_a_write_changed_the_file_undoes_it_and_runs_it_again
         )
         assert (root / "concepts/Slugs.md").read_bytes() == before + APPENDED.encode()
         assert saved.history_path is not None and saved.links
-        assert len(ops.page_history(state, "Slugs").versions) == 1  # the undone one went
+        assert len(ops.page_history(state, "Slugs").versions) == 1  # the first try's went
+
         assert [r.tool for r in audit.read_log(root).records] == ["save_page"]
         assert state.index.heals == 1
         assert_matches_fresh(state)

@@ -261,33 +261,32 @@ async def test_the_history_comes_back_with_a_rename_and_back(
     assert sorted(p.name for p in (vault_dir / ".lore/history").iterdir()) == ["Draft.md"]
 
 
-async def test_a_rename_cut_short_takes_the_history_along_when_it_is_finished(
+async def test_a_rename_that_cannot_take_the_history_along_changes_nothing(
     vault_dir: Path,
 ) -> None:
-    """A rename that fails after moving the page, before moving its history (here a file
-    stands where the history's new folder must go), is finished by the next start."""
+    """A rename whose page history cannot move (here a file stands where the history's
+    new folder must go) fails before any page file changes; once the way is clear, the
+    same rename takes the history along."""
     (vault_dir / "Draft.md").write_bytes(CRLF)
     opened = vault_ops.open_vault(vault_dir)
     try:
         vault_ops.save_page(opened, "Draft", PLAIN)
         obstacle = vault_dir / ".lore/history/archive"
         obstacle.write_bytes(b"in the way")
-        with pytest.raises(VaultError):
+        with pytest.raises(VaultError, match="Nothing was changed"):
             vault_ops.rename_page(opened, "Draft", "archive/Final")
+        assert page_files(vault_dir) == {"Draft.md": PLAIN.encode()}
+        assert len(vault_ops.page_history(opened, "Draft").versions) == 1
+        obstacle.unlink()
+        vault_ops.rename_page(opened, "Draft", "archive/Final")
+        assert_matches_fresh(opened)
     finally:
         opened.close()
-    assert page_files(vault_dir) == {"archive/Final.md": PLAIN.encode()}  # moved, not done
-    obstacle.unlink()
-    async with serve(vault_dir) as client:  # the start finishes the rename
+    async with serve(vault_dir) as client:
         kept = await ok(client, "read_page", slug="Final", version=1)
         assert (kept["path"], kept["hash"]) == ("archive/Final.md", sha(CRLF))
         assert "No page named 'Draft'" in await fails(client, "read_page", slug="Draft")
     assert not (vault_dir / ".lore/history/Draft.md").exists()
-    opened = vault_ops.open_vault(vault_dir)
-    try:
-        assert_matches_fresh(opened)
-    finally:
-        opened.close()
 
 
 # -- expected_hash="" -----------------------------------------------------------------------

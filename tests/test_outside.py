@@ -19,9 +19,9 @@ from conftest import write
 from lore_mcp import audit
 from lore_mcp import vault_ops as engine
 from lore_mcp.cli import main
-from lore_mcp.errors import VaultError
 from lore_mcp.vault_ops import AppState
 from lore_mcp.watcher import start_watcher
+from test_write_recovery import killed_renaming, seed
 
 
 def copy_keeping_size_and_mtime(path: Path, text: str, scratch: Path) -> None:
@@ -221,22 +221,14 @@ def test_a_start_up_pass_records_what_changed_while_no_server_ran(
 
 
 def test_a_rename_lore_finishes_at_start_is_not_an_outside_change(vault_dir: Path) -> None:
-    """A rename cut short after moving the page (a file stands where the history's new
-    folder must go) is finished by the next start: lore's own change, not an outside one."""
-    write(vault_dir, "Draft.md", "first\n")
-    state = engine.open_vault(vault_dir)
-    try:
-        engine.save_page(state, "Draft", "draft\n")  # keeps "first": the history has a folder
-        obstacle = vault_dir / ".lore/history/archive"
-        obstacle.write_bytes(b"in the way")
-        with pytest.raises(VaultError):
-            engine.rename_page(state, "Draft", "archive/Final")
-    finally:
-        state.close()
-    obstacle.unlink()
-    engine.open_vault(vault_dir).close()
-    assert [(r.door, r.tool) for r in records(vault_dir)] == [("api", "save_page")]
-    assert (vault_dir / "archive/Final.md").read_bytes() == b"draft\n"
+    """A rename killed part-way through its moves (after its record) is finished by the
+    next start, read-only or not: lore's own change, never logged as an outside one."""
+    seed(vault_dir)
+    killed_renaming(vault_dir, "journal._merge")  # the page moved, no link rewritten
+    engine.open_vault(vault_dir, read_only=True).close()  # reports it, finishes nothing
+    engine.open_vault(vault_dir).close()  # finishes it
+    assert [(r.door, r.tool) for r in records(vault_dir)] == [("api", "rename_page")]
+    assert "[[Renamed Note]]" in (vault_dir / "Hub.md").read_text()
 
 
 def test_after_a_rename_an_outside_edit_still_keeps_what_the_tools_wrote(vault_dir: Path) -> None:

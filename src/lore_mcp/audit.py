@@ -10,11 +10,12 @@ outside (an editor, `git pull`), as the watcher, the periodic check or a start-u
 finds them, are logged too, with door `outside` (see `vault_ops.outside`).
 
 The file is only ever appended to. Each line goes out in one `write` and is fsynced
-before the operation returns. Writers run inside the index's write transaction, which
-is one writer at a time across processes, so lines never interleave. A crash can leave
-at most a torn last line: readers skip it, and the next append starts on a new line.
-A log that cannot be written is reported on stderr, never turned into a failed write:
-the page has already changed by then.
+before the page files change: the appended line is a write's commit point (see
+`vault_ops.journal`), so a write whose line cannot be written fails having changed
+nothing, and a crash leaves both or neither. Writers run inside the index's write
+transaction, which is one writer at a time across processes, so lines never
+interleave. A crash can leave at most a torn last line: readers skip it, and the next
+append starts on a new line.
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ def log_path(root: Path) -> Path:
 def append(root: Path, record: AuditRecord) -> None:
     """Append `record` as one line and fsync it. Never raises: a failure is logged."""
     try:
-        _append_line(log_path(root), record.model_dump_json().encode("utf-8"))
+        append_line(root, record.model_dump_json().encode("utf-8"))
     except OSError as exc:
         log.error("could not write the audit log of %s: %s", root, exc)
 
@@ -193,12 +194,33 @@ def append_all(root: Path, records: list[AuditRecord]) -> None:
         return
     lines = b"\n".join(record.model_dump_json().encode("utf-8") for record in records)
     try:
-        _append_line(log_path(root), lines)
+        append_line(root, lines)
     except OSError as exc:
         log.error("could not write the audit log of %s: %s", root, exc)
 
 
-def _append_line(path: Path, line: bytes) -> None:
+TAIL_BYTES = 1 << 20  # how far back `ends_with` looks
+
+
+def ends_with(root: Path, line: bytes) -> bool:
+    """Whether `line` is a whole line among the last ones of the log (the record of a
+    write whose journal is still there: it was the last line appended, or near it)."""
+    try:
+        with log_path(root).open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            start = max(0, size - TAIL_BYTES - len(line))
+            handle.seek(start)
+            tail = handle.read()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise LoreError(f"Cannot read the audit log of {root}: {exc.strerror or exc}.") from exc
+    return (start == 0 and tail.startswith(line + b"\n")) or b"\n" + line + b"\n" in tail
+
+
+def append_line(root: Path, line: bytes) -> None:
+    """Append one line to the log and fsync it; OSError when it cannot."""
+    path = log_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -214,18 +236,18 @@ def _append_line(path: Path, line: bytes) -> None:
 
 
 def renamed(
-    root: Path,
     door: str,
     *,
     old: tuple[str, str],
     new: tuple[str, str],
     others: dict[str, str],
     before: dict[str, str | None],
+    after: dict[str, str | None],
     placeholders: tuple[list[str], list[str]],
 ) -> AuditRecord:
     """The record of a rename from `old` to `new` (slug, path) that rewrote the links
-    in `others` (slug: path); `before` holds the hashes taken before the move, and
-    `placeholders` the placeholders created and removed."""
+    in `others` (slug: path); `before` and `after` hold the hashes of the files by path
+    (before: by the old path), and `placeholders` the placeholders created and removed."""
     return AuditRecord(
         door=door,
         tool="rename_page",
@@ -234,9 +256,9 @@ def renamed(
         old_slug=old[0],
         old_path=old[1],
         before=before.get(old[1]),
-        after=file_hash(root / new[1]),
+        after=after.get(new[1]),
         rewritten=[
-            PageChange(slug=s, path=p, before=before.get(p), after=file_hash(root / p))
+            PageChange(slug=s, path=p, before=before.get(p), after=after.get(p))
             for s, p in sorted(others.items())
         ],
         placeholders_created=placeholders[0],

@@ -13,7 +13,8 @@ CACHE_DIR = "cache"
 DB_NAME = "lore.db"
 AUDIT_FILE = "audit.jsonl"
 HISTORY_DIR = "history"
-JOURNAL_FILE = "rename.json"  # a rename under way: finished at the next start if it broke off
+JOURNAL_FILE = "journal.json"  # a write under way: finished or undone by the next start
+LEGACY_JOURNAL_FILE = "rename.json"  # a rename under way, as versions before 0.3 wrote it
 
 HISTORY_KEEP_VERSIONS = 20  # per page: the last 20 versions, and every one younger than
 HISTORY_KEEP_DAYS = 30  # 30 days, whichever keeps more

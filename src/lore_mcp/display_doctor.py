@@ -31,6 +31,8 @@ def show(report: DoctorReport, console: Console, rows: int | None = ROWS) -> Non
             f"{report.history_bytes / 1e6:.1f} MB in .lore/history/"
         )
     )
+    if report.unfinished_write:
+        console.print(Text(f"error: {report.unfinished_write}", style="red"))
     if report.ignored:
         console.print(
             Text(

@@ -482,7 +482,12 @@ class DoctorReport(Lean):
     )
     history_versions: int = Field(default=0, description="Page versions kept in .lore/history/")
     history_bytes: int = Field(default=0, description="Their size")
-    errors: int = Field(description="Invalid UTF-8 and unindexed files")
+    unfinished_write: str | None = Field(
+        default=None,
+        description="A write (a rename, say) a killed process left part-way, which the next "
+        "start that may write finishes or undoes",
+    )
+    errors: int = Field(description="Invalid UTF-8 and unindexed files, an unfinished write")
     warnings: int = Field(
         description="Placeholders, ambiguous and loose links, orphans, frontmatter that "
         "does not parse and pages with too many links"

@@ -253,7 +253,12 @@ class Index:
         except BaseException:
             self._rollback()
             raise
-        self._conn.execute("COMMIT")
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error:  # a full disk: SQLite may leave the transaction open
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
         self._last_seq = seen
 
     def _begin(self, patience: Patience) -> None:

@@ -6,8 +6,6 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping
-from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -29,37 +27,6 @@ class Stoppable(Protocol):
     """The file watcher, as the vault sees it."""
 
     def stop(self) -> None: ...
-
-
-@dataclass(eq=False)
-class Undo:
-    """What the write in progress has changed on disk: each page file with its bytes
-    before (None: it was not there) and the versions it kept in the history. A write
-    the index fails under (it turns out damaged) puts them back, so that it can run
-    again whole once the index is rebuilt (see `heal`)."""
-
-    files: dict[str, bytes | None] = field(default_factory=dict)
-    times: dict[str, int] = field(default_factory=dict)  # their modification times (ns)
-    kept: list[str] = field(default_factory=list)
-
-    def record(
-        self, root: Path, before: Mapping[str, bytes | None], kept: Iterable[str | None]
-    ) -> None:
-        """Note the files under `root` about to change, with their bytes and times now,
-        and the versions kept."""
-        for rel, data in before.items():
-            if rel in self.files:
-                continue
-            self.files[rel] = data
-            if data is not None:
-                with suppress(OSError):
-                    self.times[rel] = (root / rel).stat().st_mtime_ns
-        self.kept.extend(version for version in kept if version is not None)
-
-    def clear(self) -> None:
-        self.files.clear()
-        self.times.clear()
-        self.kept.clear()
 
 
 @dataclass(eq=False)
@@ -85,8 +52,10 @@ class AppState:
     data_version: int = 0  # the index's, when this process last took in other commits
     generation: int = 0  # counts changes to the graph and slug sets
     stale: bool = False  # the graph and slug sets must be loaded again from the index
+    # Page files that changed (by a write, or vanished) and are not in the index yet: its
+    # commit is still to come, or it failed (a full disk); the next write takes them in.
+    unindexed: set[str] = field(default_factory=set)
     indexed: tuple[int, int] = (0, 0)  # files read so far by the first pass, of how many
-    undo: Undo = field(default_factory=Undo)  # what the write in progress changed on disk
     ignores: Ignores = field(init=False)  # what the vault's ignore files leave out
 
     def __post_init__(self) -> None:

@@ -2,7 +2,8 @@
 
 Errors: files that are not valid UTF-8, page files the index could not take in (and
 why: too large, unreadable, a symlink leading out of the vault, a name another file
-shows as). Warnings: placeholders (with the links that lead to them), ambiguous links
+shows as), a write a killed process left part-way (a vault opened read-only leaves it).
+Warnings: placeholders (with the links that lead to them), ambiguous links
 and how they resolved, links Obsidian will not follow (loose ones and bare aliases)
 with the link to write instead, orphan pages, frontmatter that does not parse (or
 would cost too much: YAML aliases), pages with more links than are indexed.
@@ -26,7 +27,7 @@ from lore_mcp.models import (
     Unresolved,
 )
 from lore_mcp.slugs import Key
-from lore_mcp.vault_ops import history
+from lore_mcp.vault_ops import history, journal
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.files import decode, read_regular, scan_files, unreadable
 from lore_mcp.vault_ops.ignore import Ignores
@@ -71,6 +72,7 @@ def _diagnose(vault: AppState) -> DoctorReport:
     ]
     left_out: list[str] = []
     unindexed = _unindexed(vault.root, pages, vault.ignores, left_out)
+    unfinished = journal.pending(vault.root)
     versions, kept_bytes = history.size(vault.root)
     broken = _broken_properties(vault, pages)
     crowded = _too_many_links(links)
@@ -94,7 +96,8 @@ def _diagnose(vault: AppState) -> DoctorReport:
         too_many_links=crowded,
         history_versions=versions,
         history_bytes=kept_bytes,
-        errors=len(invalid) + len(unindexed),
+        unfinished_write=unfinished,
+        errors=len(invalid) + len(unindexed) + (unfinished is not None),
         warnings=len(unresolved)
         + len(ambiguous)
         + len(loose)

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from lore_mcp import frontmatter, links
-from lore_mcp.config import LORE_DIR, MAX_CONTEXT_CHARS, MAX_FILE_BYTES, MAX_PAGE_LINKS
+from lore_mcp.config import (
+    JOURNAL_FILE,
+    LORE_DIR,
+    MAX_CONTEXT_CHARS,
+    MAX_FILE_BYTES,
+    MAX_PAGE_LINKS,
+)
 from lore_mcp.errors import UnsafePathError, VaultError
 from lore_mcp.index import FileStamp, LinkRow, PageRow
 from lore_mcp.slugs import is_hidden, path_key, target_key, title_from_path
@@ -244,7 +250,6 @@ def _read_page_file(
         )
         return replace(ahead, row=row)
 
-
     try:
         return parse(
             rel_path,
@@ -312,7 +317,8 @@ def scan_files(
     """Every page file under the root (or its folder `under`), by page path (see
     `paths.shown`): a regular `.md` file, outside dot-folders, not a symlink leading
     outside the root; the other files go to `others`. Folder symlinks are not followed.
-    Temp files left by a killed write are removed once surely abandoned. What is skipped
+    Temp files left by a killed write are removed once surely abandoned (not while a
+    write's journal is there: they may hold the bytes it is to put in place). What is skipped
     is logged (unless `warn` is false: a check that runs every minute would repeat it)
     and put in `skipped` with why. What the vault's ignore files leave out (`ignores`,
     see `ignore`) is not looked into, and goes to `ignored` (files and whole folders)."""
@@ -326,6 +332,7 @@ def scan_files(
     found: dict[str, Stamp] = {}
     real_root = root.resolve()
     rules = ignores or Ignores(root)
+    unfinished = (root / LORE_DIR / JOURNAL_FILE).exists()
     pending = [(on_disk(root, under) if under else root, under, rules.above(under))]
     while pending:
         folder, rel_folder, chain = pending.pop()
@@ -337,9 +344,7 @@ def scan_files(
         names = frozenset(entry.name for entry in entries)
         chain = rules.below(chain, rel_folder, names)
         for entry in entries:
-            if entry.name.startswith(TEMP_PREFIX):
-                _remove_if_stale(entry)
-            if entry.name.startswith("."):
+            if _hidden(entry, sweep=not unfinished):
                 continue
             name = shown(entry.name)
             rel = f"{rel_folder}/{name}" if rel_folder else name
@@ -371,6 +376,14 @@ def scan_files(
     return found
 
 
+def _hidden(entry: os.DirEntry[str], *, sweep: bool) -> bool:
+    """Whether the entry is a dot-file or dot-folder (no part of the vault); with
+    `sweep`, a temp file a killed write left is removed once surely abandoned."""
+    if sweep and entry.name.startswith(TEMP_PREFIX):
+        _remove_if_stale(entry)
+    return entry.name.startswith(".")
+
+
 def _remove_if_stale(entry: os.DirEntry[str]) -> None:
     try:
         if time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS:
@@ -395,6 +408,20 @@ def page_entry(root: Path, rel: str) -> Path:
 def atomic_write(path: Path, data: bytes) -> None:
     """Write via a hidden temp file, fsync, and rename: the old or the new content,
     never a torn file."""
+    temp = prepare(path, data)[0]
+    try:
+        put_in_place(temp, path)
+    except VaultError:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def prepare(path: Path, data: bytes, mode_of: Path | None = None) -> tuple[Path, os.stat_result]:
+    """The first half of an atomic write: `data` in a hidden temp file beside `path`
+    (its folders made), fsynced, with the mode of the file it is to replace (or of
+    `mode_of`, a file that moves there first); the temp file and its stat (which `path`
+    has once it is put in place: a rename keeps size and modification time).
+    VaultError when it cannot be written, with nothing left."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX, suffix=".md~")
@@ -405,11 +432,20 @@ def atomic_write(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+        like = mode_of or path
+        mode = like.stat().st_mode & 0o7777 if like.exists() else 0o644
         Path(tmp).chmod(mode)
-        Path(tmp).replace(path)
+        return Path(tmp), Path(tmp).stat()
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
+        raise VaultError(f"Cannot write {path.name!r}: {exc.strerror or exc}.") from exc
+
+
+def put_in_place(temp: Path, path: Path) -> None:
+    """The second half: rename the temp file over `path`, and make that durable."""
+    try:
+        temp.replace(path)
+    except OSError as exc:
         raise VaultError(f"Cannot write {path.name!r}: {exc.strerror or exc}.") from exc
     fsync_dir(path.parent)
 

@@ -8,25 +8,24 @@ heal alike. The rebuild is the coordinated one of `index.repair`: one process at
 in place, never taking the file away from the processes that have it open; the new
 epoch tells them to load everything afresh.
 
-A write may find the damage after it has changed page files (the index is written
-after the file). Such a write puts the files back as they were (`put_back`, called by
-`open.writing`) before the index is rebuilt, so that running it again does it whole:
-an append is appended once, and `expected_hash` still matches.
+A write changes no page file before its commit point (see `journal`): damage found
+on the way leaves the files as they were, so running it again does it whole (an append
+is appended once, and `expected_hash` still matches). Damage found after the commit
+point is not run again: the write says it was made (see `open.writing`), and the next
+call heals the index.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
 from collections.abc import Callable
 from typing import Concatenate, ParamSpec, TypeVar
 
 from lore_mcp.errors import VaultError
 from lore_mcp.index import is_damage
-from lore_mcp.vault_ops import apply, history, sync
+from lore_mcp.vault_ops import apply, sync
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import atomic_write, fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -83,34 +82,3 @@ def rebuild(vault: AppState, heals: int, refill: bool = True) -> None:
                 apply.load(vault)
                 report = sync.sync(vault)
             log.info("rebuilt the index of %s: %d pages", vault.root, report.pages)
-
-
-def put_back(vault: AppState) -> None:
-    """Put the page files the write in progress changed back as they were, and drop
-    the versions it kept; raises `VaultError` naming the files it could not."""
-    undo = vault.undo
-    failed: list[str] = []
-    # Files that were not there go first: a move whose names differ only in case may
-    # be one file on this disk.
-    for rel, data in sorted(undo.files.items(), key=lambda item: item[1] is not None):
-        path = vault.root / rel
-        try:
-            if data is None:
-                path.unlink(missing_ok=True)
-                fsync_dir(path.parent)
-            else:
-                atomic_write(path, data)
-                if rel in undo.times:  # as it was, to whoever sorts by time
-                    os.utime(path, ns=(undo.times[rel], undo.times[rel]))
-        except (OSError, VaultError) as exc:
-            log.error("could not put %s back as it was: %s", rel, exc)
-            failed.append(rel)
-    for kept in undo.kept:
-        history.discard(vault.root, kept)
-    undo.clear()
-    if failed:
-        raise VaultError(
-            f"The vault's index turned out damaged during this write, and {', '.join(failed)} "
-            "could not be put back as they were: they hold what the write made. The index "
-            "is rebuilt from the files at the next call; read the pages to check them."
-        )

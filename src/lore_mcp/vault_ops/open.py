@@ -11,20 +11,21 @@ watcher saw change), `resync` (a pass over every file, when events were lost) an
 passes, and the start-up pass, put what they find on the record (see `outside`).
 
 An index SQLite reports damaged is rebuilt from the files and the operation run again
-(see `heal`); a write puts back the files it changed first.
+(see `heal`); a write has changed no file before its commit point (see `journal`).
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from lore_mcp.config import MAX_FILE_BYTES
 from lore_mcp.errors import FileVanishedError, VaultError
-from lore_mcp.index import Patience, is_damage
+from lore_mcp.index import Patience, is_damage, repair
 from lore_mcp.models import SyncReport
 from lore_mcp.vault_ops import apply, heal, journal, sync
 from lore_mcp.vault_ops.core import AppState, open_index
@@ -94,8 +95,12 @@ def _index_pass(
 ) -> SyncReport:
     with vault.lock, vault.index.write(patience), _no_cycle_collection():
         apply.load(vault)
-        finished = journal.recover(vault.root)  # the pass below takes in what it finishes
-        return sync.sync(vault, progress=progress, outside=True, ours=finished)
+        # The pass below takes in what a write cut short left, finished now (not with
+        # --read-only: that is reported, and finished by the next writable start).
+        finished = journal.recover(vault.root, read_only=vault.read_only)
+        # Half a write of lore's own is no change made outside: not on the record.
+        unfinished = vault.read_only and journal.pending(vault.root) is not None
+        return sync.sync(vault, progress=progress, outside=not unfinished, ours=finished)
 
 
 @contextmanager
@@ -179,38 +184,97 @@ def reading(vault: AppState) -> Iterator[None]:
         try:
             yield
         except FileVanishedError as exc:
-            sync.forget(vault, exc.rel_path)
+            _forget(vault, exc.rel_path)
             raise
 
 
 @contextmanager
 def writing(vault: AppState, check_read_only: bool = True) -> Iterator[None]:
-    """Around a write: as `reading`, inside one write transaction of the index. On a
-    failure the transaction rolls back, and the graph is loaded again if it changed.
-    When the failure is the index turning out damaged, the page files the write changed
-    (noted in `vault.undo`) are put back as they were, so that it can run again whole."""
+    """Around a write: as `reading`, inside one write transaction of the index, after
+    finishing what a write another process left (see `journal`) and taking in the files
+    an earlier write changed whose index update failed. On a failure the transaction
+    rolls back, and the graph is loaded again if it changed; a full or unwritable index
+    fails as a VaultError that says whether the files changed. An index found damaged
+    before the write's commit point has changed no file: `heal` runs the write again."""
     if check_read_only and vault.read_only:
         raise VaultError("The vault is open read-only; it cannot be changed.")
     vault.ready.wait()
     with vault.lock:
-        outermost = not vault.index.in_transaction
-        if outermost:
-            vault.undo.clear()
         generation = vault.generation
+        behind = set(vault.unindexed)
         try:
             with vault.index.write():
                 apply.refresh(vault)
-                if touched := journal.recover(vault.root):  # a rename another process left
-                    sync.sync(vault, scope=touched)
+                # A write another process left, finished now; or ours, not in the index yet.
+                behind |= set(journal.recover(vault.root, read_only=vault.read_only))
+                vault.unindexed |= behind
+                if behind:
+                    sync.sync(vault, scope=sorted(behind))
                 yield
+            vault.unindexed.clear()
         except BaseException as exc:
             if vault.generation != generation:  # the graph holds what the index rolled back
                 vault.stale = True
             if isinstance(exc, FileVanishedError):
-                sync.forget(vault, exc.rel_path)
-            if outermost and is_damage(exc):
-                heal.put_back(vault)
+                _forget(vault, exc.rel_path)
+            changed = sorted(vault.unindexed - behind)
+            damaged = is_damage(exc)
+            if changed and damaged and not vault.index.in_transaction:
+                # Made and recorded (running it again would repeat it), and the files are
+                # the truth: rebuild the index from them, and the write has its answer.
+                log.warning("the index of %s turned out damaged (%s)", vault.root, exc)
+                try:
+                    heal.rebuild(vault, vault.index.heals)
+                except Exception as again:
+                    raise _not_indexed(again, changed, damaged=True) from exc
+                vault.unindexed.clear()
+                return
+
+            if isinstance(exc, sqlite3.Error) and repair.primary(exc) in _DISK_TROUBLE:
+                raise _not_indexed(exc, changed) from exc
             raise
-        finally:
-            if outermost:
-                vault.undo.clear()
+
+
+def _forget(vault: AppState, rel: str) -> None:
+    """Take a file that vanished out of the index; where the index cannot be written
+    (a full disk), the next write does it."""
+    try:
+        sync.forget(vault, rel)
+    except sqlite3.Error as exc:
+        if repair.primary(exc) not in _DISK_TROUBLE:
+            raise
+        vault.stale = True
+        vault.unindexed.add(rel)
+        log.warning("could not take %s out of the index: %s", rel, exc)
+
+
+# SQLite's verdicts on a disk that is full, failing or not writable.
+_DISK_TROUBLE = (
+    sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_PERM,
+)
+
+
+def _not_indexed(exc: BaseException, changed: list[str], damaged: bool = False) -> VaultError:
+    """What a write whose index update failed tells: nothing changed, or which files
+    did (the next write, the watcher or the next start takes them in)."""
+    if damaged:
+        return VaultError(
+            f"The change was made and recorded in the audit log ({', '.join(changed)}), but "
+            f"the index turned out damaged ({exc}); it is rebuilt from the files at the next "
+            "call, which then shows the change. Do not repeat the change."
+        )
+    if not changed:
+        return VaultError(
+            f"The index could not be updated ({exc}); nothing was changed. Free some disk "
+            "space where the vault keeps its index (.lore/cache/) and try again."
+        )
+    return VaultError(
+        f"The change was made and recorded in the audit log ({', '.join(changed)}), but "
+        f"the index could not be updated ({exc}). Reads and searches may not show it until "
+        "it is taken in: by the next write, the file watcher, or the next start. Do not "
+        "repeat the change; free some disk space where the vault keeps its index."
+    )

@@ -1,8 +1,9 @@
 """Reading, saving, deleting and restoring one page.
 
 A write changes exactly the one file its name means (see `names`), keeps the bytes it
-replaces in the history, then lets `sync` take the file in, so the index, the graph and
-the placeholders follow as for any other change to the files.
+replaces in the history, and puts the new file into the index, the graph and the
+placeholders as `apply` does for any change to the files: all or nothing, the audit
+record written first (see `journal`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from lore_mcp.models import (
     SaveResult,
 )
 from lore_mcp.slugs import path_key, title_from_path
-from lore_mcp.vault_ops import apply, files, history, names, paths, sync
+from lore_mcp.vault_ops import apply, files, history, journal, names, outside, paths, sync
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.open import reading, writing
 
@@ -325,40 +326,38 @@ def _put(
     vault: AppState, target: names.Target, current: bytes | None, data: bytes, who: Write
 ) -> SaveResult:
     """Put `data` in the target's file, which holds `current`: keep what it replaces,
-    write, take it in."""
+    write, take it in, all or nothing (see `journal`)."""
     if not target.exists:
         check_inside(vault, target.rel)
     applied = apply.Applied()
     kept = None
+    links: list[OutgoingLink] | None = None
     if current != data:
-        if current is not None:
-            kept = history.keep(vault.root, target.rel, current, who.tool, who.door)
-        vault.undo.record(vault.root, {target.rel: current}, [kept])
-        try:
-            files.atomic_write(files.page_entry(vault.root, target.rel), data)
-        except VaultError:
-            if kept is not None:
-                history.discard(vault.root, kept)
-            raise
-        applied = sync.sync_files(vault, [target.rel])
-    # Read before the audit record: damage this read finds puts the file back and runs
-    # the write again (see `heal`), which must not be recorded twice.
-    links = outgoing(vault, target.rel)
-    if current != data:
-        audit.append(
-            vault.root,
-            audit.AuditRecord(
-                door=who.door,
-                tool=who.tool,
-                mode=who.mode,
-                slug=vault.handle(target.rel),
-                path=target.rel,
-                before=None if current is None else audit.data_hash(current),
-                after=audit.data_hash(data),
-                placeholders_created=vault.handles(applied.created),
-                placeholders_removed=vault.handles(applied.removed),
-            ),
-        )
+        with journal.Change(vault) as change:
+            if current is not None:
+                kept = history.keep(vault.root, target.rel, current, who.tool, who.door)
+                change.keep(kept)
+            st = change.write(target.rel, data)
+            page = files.parse(target.rel, data, st.st_size, st.st_mtime_ns, vault.others)
+            applied = apply.apply(vault, [page], coming=[target.rel])
+            # Read before the commit point: damage found after it would leave the write
+            # made, and one found before it lets the write run again whole (see `heal`).
+            links = outgoing(vault, target.rel)
+            change.commit(
+                audit.AuditRecord(
+                    door=who.door,
+                    tool=who.tool,
+                    mode=who.mode,
+                    slug=vault.handle(target.rel),
+                    path=target.rel,
+                    before=None if current is None else audit.data_hash(current),
+                    after=audit.data_hash(data),
+                    placeholders_created=vault.handles(applied.created),
+                    placeholders_removed=vault.handles(applied.removed),
+                )
+            )
+        # A copy of what was written, for the history of a later outside edit.
+        outside.remember(vault, [outside.Change(target.rel, None, files.content_hash(data))])
     return SaveResult(
         slug=vault.handle(target.rel),
         title=title_from_path(target.rel),
@@ -369,7 +368,7 @@ def _put(
         mode=who.mode or "replace",
         hash=files.content_hash(data),
         history_path=kept,
-        links=links,
+        links=outgoing(vault, target.rel) if links is None else links,
         placeholders_created=vault.handles(applied.created),
         placeholders_removed=vault.handles(applied.removed),
     )
@@ -379,7 +378,8 @@ def delete_page(
     vault: AppState, name: str, *, door: str = "api", expected_hash: str | None = None
 ) -> DeleteResult:
     """Delete the page's file, its last version kept in the history, and drop it from
-    index and graph. If other pages still link to it, it stays on as a placeholder."""
+    index and graph, all or nothing (see `journal`). If other pages still link to it, it
+    stays on as a placeholder."""
     with writing(vault):
         target = names.existing(vault, name, placeholders_too=True)
         if not target.exists:
@@ -390,30 +390,25 @@ def delete_page(
         handle = vault.handle(target.rel)
         current = read_bytes(vault, target.rel)
         check_expected(target.rel, current, expected_hash)
-        entry = files.page_entry(vault.root, target.rel)
-        kept = history.keep(vault.root, target.rel, current, "delete_page", door)
-        vault.undo.record(vault.root, {target.rel: current}, [kept])
-        try:
-            entry.unlink()
-        except OSError as exc:
-            history.discard(vault.root, kept)
-            raise VaultError(f"Cannot delete {target.rel!r}: {exc.strerror or exc}.") from exc
-        files.fsync_dir(entry.parent)
-        applied = sync.sync_files(vault, [target.rel])
-        audit.append(
-            vault.root,
-            audit.AuditRecord(
-                door=door,
-                tool="delete_page",
-                slug=handle,
-                path=target.rel,
-                before=audit.data_hash(current),
-                after=None,
-                history_path=kept,
-                placeholders_created=vault.handles(applied.created),
-                placeholders_removed=vault.handles(applied.removed),
-            ),
-        )
+        with journal.Change(vault) as change:
+            kept = history.keep(vault.root, target.rel, current, "delete_page", door)
+            change.keep(kept)
+            change.delete(target.rel)
+            applied = apply.apply(vault, [], [target.rel])
+            change.commit(
+                audit.AuditRecord(
+                    door=door,
+                    tool="delete_page",
+                    slug=handle,
+                    path=target.rel,
+                    before=audit.data_hash(current),
+                    after=None,
+                    history_path=kept,
+                    placeholders_created=vault.handles(applied.created),
+                    placeholders_removed=vault.handles(applied.removed),
+                )
+            )
+        outside.remember(vault, [outside.Change(target.rel, None, None)])
         return DeleteResult(
             slug=handle,
             path=target.rel,

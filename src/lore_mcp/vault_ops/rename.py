@@ -9,9 +9,10 @@ and now leads to the page is left, and listed as retargeted. Rewrites keep each 
 form (relative, rooted or a path tail; URL-encoded or in `<>`; alias, heading and `!`
 untouched).
 
-Every file the rename changes is kept in the history first; then the moves (the page's
-history with it) and the new bytes are written down (`journal`) before any file changes,
-so the rename happens as one.
+Every file the rename changes is kept in the history first; the new bytes go to temp
+files and the index takes the change in; then the moves (the page's history with it) and
+the audit record are written down (`journal`) before any page file changes, so the
+rename happens as one, or not at all.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from lore_mcp import audit, links
-from lore_mcp.errors import InvalidArgumentError, PageExistsError, VaultError
+from lore_mcp.errors import FileVanishedError, InvalidArgumentError, PageExistsError
 from lore_mcp.models import RenameResult, RetargetedLink
 from lore_mcp.slugs import (
     PageSet,
@@ -36,10 +37,11 @@ from lore_mcp.slugs import (
     target_key,
     title_from_path,
 )
-from lore_mcp.vault_ops import history, journal, names, sync
+from lore_mcp.vault_ops import apply, files, history, journal, names
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import spelled_on_disk
+from lore_mcp.vault_ops.files import content_hash, spelled_on_disk
 from lore_mcp.vault_ops.open import writing
+from lore_mcp.vault_ops.outside import Change, remember
 from lore_mcp.vault_ops.pages import check_expected, check_inside, read_bytes
 
 LISTED = 20  # rewritten pages and retargeted links a rename result lists; it counts them all
@@ -72,36 +74,33 @@ def rename_page(
         check_expected(old_rel, current, expected_hash)
         plan = _Rewrites(vault, old_rel, new_rel)
         texts = plan.texts()
-        moves = journal.Plan([(old_rel, new_rel)], folders=[_history_moves(old_rel, new_rel)])
-        for was, rewrite in texts.items():
-            moves.writes[new_rel if was == old_rel else was] = rewrite.after
         before = {old_rel: current} | {rel: rewrite.before for rel, rewrite in texts.items()}
-        kept = [history.keep(vault.root, was, before[was], "rename_page", door) for was in texts]
-        vault.undo.record(vault.root, {new_rel: None, **before}, kept)
-        try:
-            journal.run(vault.root, moves)
-        except VaultError:
-            if not journal.pending(vault.root):  # nothing moved: the pages are as they were
-                for version in kept:
-                    history.discard(vault.root, version)
-            raise
-        applied = sync.sync_files(vault, moves.paths())
-        if path_key(old_rel) != path_key(new_rel):  # for a later write by the old name
-            vault.index.record_move(path_key(old_rel), new_rel)
-        new_handle = vault.handle(new_rel)
-        others = {vault.handle(rel): rel for rel in texts if rel != old_rel}
-        audit.append(
-            vault.root,
-            audit.renamed(
-                vault.root,
-                door,
-                old=(old_handle, old_rel),
-                new=(new_handle, new_rel),
-                others=others,
-                before={rel: audit.data_hash(data) for rel, data in before.items()},
-                placeholders=(vault.handles(applied.created), vault.handles(applied.removed)),
-            ),
-        )
+        after = {new_rel: current} | {
+            new_rel if was == old_rel else was: rewrite.after for was, rewrite in texts.items()
+        }
+        with journal.Change(vault) as change:
+            applied = _prepare(
+                vault, change, (old_rel, new_rel), texts=texts, after=after, door=door
+            )
+            new_handle = vault.handle(new_rel)
+            others = {vault.handle(rel): rel for rel in texts if rel != old_rel}
+            if path_key(old_rel) != path_key(new_rel):  # for a later write by the old name
+                vault.index.record_move(path_key(old_rel), new_rel)
+            change.commit(
+                audit.renamed(
+                    door,
+                    old=(old_handle, old_rel),
+                    new=(new_handle, new_rel),
+                    others=others,
+                    before={rel: audit.data_hash(data) for rel, data in before.items()},
+                    after={rel: audit.data_hash(data) for rel, data in after.items()},
+                    placeholders=(vault.handles(applied.created), vault.handles(applied.removed)),
+                )
+            )
+        # Copies of what the rename wrote, for the history of a later outside edit.
+        wrote = [Change(rel, None, content_hash(data)) for rel, data in after.items()]
+        remember(vault, [Change(old_rel, None, None), *wrote])
+
         rewritten = sorted(vault.handle(new_rel if rel == old_rel else rel) for rel in texts)
         retargeted = [
             link.model_copy(
@@ -126,9 +125,37 @@ def rename_page(
         )
 
 
-def _history_moves(old_rel: str, new_rel: str) -> tuple[str, str]:
-    """The page's history goes with it: its kept versions move to its new path."""
-    return history.folder_of(old_rel), history.folder_of(new_rel)
+def _prepare(
+    vault: AppState,
+    change: journal.Change,
+    move: tuple[str, str],
+    *,
+    texts: dict[str, _Rewrite],
+    after: dict[str, bytes],
+    door: str,
+) -> apply.Applied:
+    """Everything of a rename that comes before its commit point: the rewritten files
+    kept in the history, the move and the page's history folder planned, the new
+    bytes in temp files, the index changed (not committed)."""
+    old_rel, new_rel = move
+    for was, rewrite in texts.items():
+        change.keep(history.keep(vault.root, was, rewrite.before, "rename_page", door))
+    change.move(old_rel, new_rel)
+    folders = history.folder_of(old_rel), history.folder_of(new_rel)
+    if (vault.root / folders[0]).is_dir():  # the page's history goes with it
+        change.make_folders(vault.root / folders[1])
+    change.plan.folders.append(folders)
+    pages = []
+    for rel, data in after.items():
+        if rel == new_rel and old_rel not in texts:  # the file itself moves
+            try:
+                st = files.page_entry(vault.root, old_rel).stat()
+            except FileNotFoundError:
+                raise FileVanishedError(old_rel) from None
+        else:
+            st = change.write(rel, data, old_rel if rel == new_rel else None)
+        pages.append(files.parse(rel, data, st.st_size, st.st_mtime_ns, vault.others))
+    return apply.apply(vault, pages, [old_rel], coming=[new_rel])
 
 
 def _new_path(old_rel: str, new_name: str) -> str:
