@@ -95,7 +95,7 @@ async def pages(
         offset = found["next_offset"]
 
 
-@pytest.mark.parametrize("limit", [3000, 40_000])
+@pytest.mark.parametrize("limit", [pytest.param(3000, marks=pytest.mark.slow), 40_000])
 async def test_paging_backlinks_reaches_every_linking_page_once(
     busy_dir: Path, schemas: dict[str, dict[str, Any]], limit: int
 ) -> None:
@@ -138,6 +138,7 @@ async def test_an_offset_past_the_end_is_an_empty_page(
     assert found["linked"] == [] and found["next_offset"] is None and found["total"] == LINKING
 
 
+@pytest.mark.slow  # seconds: a vault of thousands of pages
 async def test_paging_title_matches_reaches_every_match_once(
     busy_dir: Path, schemas: dict[str, dict[str, Any]]
 ) -> None:
@@ -171,6 +172,7 @@ async def test_paging_search_reaches_each_of_the_best_hits_once(
     assert seen == best
 
 
+@pytest.mark.slow  # seconds: a vault of thousands of pages
 async def test_paging_a_neighbourhood_shows_every_page_and_link_once(
     busy_dir: Path, schemas: dict[str, dict[str, Any]]
 ) -> None:
@@ -196,6 +198,7 @@ async def test_paging_a_neighbourhood_shows_every_page_and_link_once(
     assert len(edges) == len(set(edges)) == LINKING + LINKING // CHAINED + MISSING
 
 
+@pytest.mark.slow  # seconds: a vault of thousands of pages
 async def test_paging_the_vault_shape_reaches_every_row_of_its_lists(
     busy_dir: Path, schemas: dict[str, dict[str, Any]]
 ) -> None:
@@ -223,6 +226,7 @@ async def test_paging_the_vault_shape_reaches_every_row_of_its_lists(
     assert len(lists["unresolved"]) == MISSING
 
 
+@pytest.mark.slow  # seconds: a vault of thousands of pages
 async def test_paging_list_pages_keeps_the_whole_count(
     busy_dir: Path, schemas: dict[str, dict[str, Any]]
 ) -> None:
@@ -247,6 +251,7 @@ async def test_read_page_counts_what_it_cannot_show(
     assert "get_backlinks pages through every backlink" in found["note"]
 
 
+@pytest.mark.slow  # seconds: a vault of thousands of pages
 async def test_renaming_the_busy_page_answers_compactly(
     busy_dir: Path, tmp_path: Path, schemas: dict[str, dict[str, Any]]
 ) -> None:
