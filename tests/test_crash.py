@@ -118,9 +118,13 @@ def test_sigkill_mid_save_never_tears_a_page(tmp_path: Path) -> None:
             assert data, f"{rel} is empty after a kill"
             assert data in sent[rel], f"{rel} is torn: not one of the contents sent for it"
         leftovers = list(root.rglob(".lore-tmp-*"))
-        state = vault_ops.open_vault(root)  # the restart
+        state = vault_ops.open_vault(root)  # the restart: it finishes a write whose record went out
         try:
+            files = page_files(root)
+            for rel, data in files.items():
+                assert data in sent[rel], f"{rel} is not one of the contents sent for it"
             assert sorted(page_slugs(state)) == sorted(slug_from_path(rel) for rel in files)
+
             assert not any(p.name in page_slugs(state) for p in leftovers)
             assert_matches_fresh(state)
             assert_audit_agrees(root, sent)

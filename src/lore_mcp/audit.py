@@ -306,6 +306,31 @@ def _records(path: Path) -> Iterator[AuditRecord | None]:
                     yield None
 
 
+def recorded(root: Path) -> dict[str, str | None]:
+    """What the last records in the log (its last `TAIL_BYTES`) say each page file
+    holds: path -> the sha256 after the write (None: deleted). A change found on disk
+    that matches is lore's own, recorded before the process that made it was killed."""
+    found: dict[str, str | None] = {}
+    try:
+        with log_path(root).open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - TAIL_BYTES))
+            tail = handle.read().split(b"\n")
+    except OSError:
+        return found
+    for raw in tail[1:] if size > TAIL_BYTES else tail:  # a line cut at the start goes
+        try:
+            record = AuditRecord.model_validate_json(raw)
+        except ValidationError:
+            continue
+        if record.old_path is not None:
+            found[record.old_path] = None
+        found[record.path] = record.after
+        for page in record.rewritten:
+            found[page.path] = page.after
+    return found
+
+
 def _time(record: AuditRecord) -> datetime:
     try:
         return datetime.fromisoformat(record.time)

@@ -82,6 +82,10 @@ def record(vault: AppState, changes: list[Change], created: list[str], removed: 
     say which change made them)."""
     if not changes:
         return
+    ours = audit.recorded(vault.root)  # the change a killed write recorded is no outside one
+    changes = [c for c in changes if c.path not in ours or ours[c.path] != _digest(c.after)]
+    if not changes:
+        return
     alone = len(changes) == 1
     records: list[audit.AuditRecord] = []
     for change in changes:
