@@ -9,6 +9,7 @@ from typing import Literal
 from lore_mcp import mentions
 from lore_mcp.config import MAX_QUERY_CHARS
 from lore_mcp.errors import InvalidArgumentError, LoreError
+from lore_mcp.graph import Node
 from lore_mcp.index import finder
 from lore_mcp.models import (
     Backlink,
@@ -72,9 +73,18 @@ def _folder(folder: str) -> str:
     return parse_name(folder).key.fold + "/"
 
 
-def _summary(vault: AppState, key: str, mtime_ns: int) -> PageSummary:
+def _node(vault: AppState, key: str) -> Node:
+    """The graph's node of a key the index gave; one another process committed since
+    this one took in its changes is read from the index (its links are not known yet)."""
     node = vault.graph.node(key)
-    assert node is not None, key
+    if node is not None:
+        return node
+    row = vault.index.pages.get(key)
+    return Node(key, row.title if row else key, row.is_placeholder if row else False)
+
+
+def _summary(vault: AppState, key: str, mtime_ns: int) -> PageSummary:
+    node = _node(vault, key)
     return PageSummary(
         slug=vault.handle(key),
         title=node.title,
@@ -173,8 +183,7 @@ def search_titles(vault: AppState, query: str, limit: int = 20, offset: int = 0)
 
 
 def _title_match(vault: AppState, key: str, kind: str) -> TitleMatch:
-    node = vault.graph.node(key)
-    assert node is not None, key
+    node = _node(vault, key)
     return TitleMatch(
         slug=vault.handle(key),
         title=node.title,
