@@ -317,7 +317,8 @@ def read_reply(server: RawServer, slug: str) -> str:
     return tool_text(reply)
 
 
-@pytest.mark.parametrize("size", [pytest.param(0, marks=pytest.mark.slow), 1000])
+@pytest.mark.slow  # a server process, and a second one started beside it
+@pytest.mark.parametrize("size", [0, 1000])
 def test_a_truncated_index_under_a_running_server(brain_dir: Path, size: int) -> None:
     """`lore.db` cut short while a server has it open: a new server answers `initialize`
     (it used to wait 30 s for a lock and exit), serves every page, and the running

@@ -104,6 +104,7 @@ def _outside_editor(root: Path, rounds: int, done: threading.Event) -> None:
         done.set()
 
 
+@pytest.mark.slow  # seconds of a watcher and tools at once
 async def test_watcher_and_tools_at_once(vault_dir: Path) -> None:
     rounds = 60
     state = engine.open_vault(vault_dir, scan=False)

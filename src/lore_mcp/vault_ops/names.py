@@ -101,7 +101,7 @@ def _by_title(vault: AppState, name: Name) -> Found | None:
 
 
 def _by_placeholder(vault: AppState, name: Name) -> Found | None:
-    """Rule 3: the placeholder with this key, else the one with this slug."""
+    """Rule 4: the placeholder with this key, else the one with this slug."""
     if name.key.path in vault.placeholders:
         return Found(name.key.path, "placeholder")
     found = vault.placeholders.slugged(name.key.fold, exact=True) if name.key.fold else []
