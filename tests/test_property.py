@@ -105,7 +105,8 @@ def run(root: Path, steps: list[tuple[str, str, str]]) -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(operation, min_size=1, max_size=12))
-# Deleting the page whose slug a shadowed file shares hands the slug to that file.
+# Two pages of one slug in different folders, and a delete: the link moves to the other.
+
 @example(
     [
         ("save", "Alpha", "[[x/delta-page]]\n"),
