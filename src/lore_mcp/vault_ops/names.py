@@ -148,8 +148,10 @@ def find(vault: AppState, name: str) -> Found:
     raise PageNotFoundError(name, suggest(vault, parsed))
 
 
-def for_writing(vault: AppState, name: str) -> Target:
-    """The file a save of `name` writes: a page, a placeholder to fill, or a new file."""
+def _page_named(vault: AppState, name: str) -> Target | Name:
+    """The page a write's `name` means by rule 1 or 2, or else the name parsed, for the
+    rules a write may go on with. A name several files answer to, or one that is only
+    an alias, is refused."""
     if (key := _as_stored(vault, name)) is not None:
         return Target(key, exists=True)
     parsed = parse_name(name)
@@ -160,6 +162,14 @@ def for_writing(vault: AppState, name: str) -> Target:
         return Target(found.key, exists=True)
     if (close := _by_alias(vault, parsed)) is not None:
         raise _loose(parsed, close)
+    return parsed
+
+
+def for_writing(vault: AppState, name: str) -> Target:
+    """The file a save of `name` writes: a page, a placeholder to fill, or a new file."""
+    parsed = _page_named(vault, name)
+    if isinstance(parsed, Target):
+        return parsed
     if (held := _by_placeholder(vault, parsed)) is not None:
         return Target(_fill_path(vault, held.key), exists=False, placeholder=True)
     close = None if parsed.explicit else _by_slug(vault, parsed)
@@ -201,16 +211,9 @@ def existing(vault: AppState, name: str, *, placeholders_too: bool = False) -> T
     must be its path or its title (rules 1 and 2). A name several files answer to is
     refused with them, as for any write. With
     `placeholders_too`, a placeholder's name answers a target that does not exist."""
-    if (key := _as_stored(vault, name)) is not None:
-        return Target(key, exists=True)
-    parsed = parse_name(name)
-    found = _by_path(vault, parsed) or _by_title(vault, parsed)
-    if found is not None and found.alternatives:
-        raise AmbiguousNameError(name, [found.key, *found.alternatives])
-    if found is not None:
-        return Target(found.key, exists=True)
-    if (close := _by_alias(vault, parsed)) is not None:
-        raise _loose(parsed, close)
+    parsed = _page_named(vault, name)
+    if isinstance(parsed, Target):
+        return parsed
     if placeholders_too and (held := _by_placeholder(vault, parsed)) is not None:
         return Target(held.key, exists=False, placeholder=True)
     close = None if parsed.explicit else _by_slug(vault, parsed)
