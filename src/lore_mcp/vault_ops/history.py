@@ -64,8 +64,9 @@ def _folder(root: Path, rel: str) -> Path:
 
 def keep(root: Path, rel: str, data: bytes, tool: str, door: str) -> str:
     """Keep `data`, the bytes of the page file `rel` about to change; where they went
-    (vault-relative). The caller then gives the page a new file (an atomic write), or
-    removes it, or calls `discard` if it could not."""
+    (vault-relative). The write that keeps it takes it back if it fails before its
+    commit point (see `journal`)."""
+
     folder = _folder(root, rel)
     now, name = _new_name(folder, tool, door)
     if not _link(entry_path(root, rel), folder / name, data):
@@ -134,15 +135,6 @@ def _link(page: Path | None, kept: Path, data: bytes) -> bool:
         pass
     kept.unlink(missing_ok=True)
     return False
-
-
-def discard(root: Path, kept: str) -> None:
-    """Take back a version `keep` just made, when the page could not be changed: the
-    page still holds those bytes, maybe in the very file the history named."""
-    try:
-        (root / kept).unlink()
-    except OSError as exc:
-        log.warning("could not remove %s: %s", kept, exc)
 
 
 def _parse(name: str) -> tuple[datetime, str, str] | None:
