@@ -54,6 +54,7 @@ class Door(str):
     session: str | None
     client_name: str | None
     client_version: str | None
+    token: str | None
 
     def __new__(
         cls,
@@ -62,11 +63,13 @@ class Door(str):
         session: str | None = None,
         client_name: str | None = None,
         client_version: str | None = None,
+        token: str | None = None,
     ) -> Door:
         door = super().__new__(cls, name)
         door.session = session
         door.client_name = client_name
         door.client_version = client_version
+        door.token = token
         return door
 
 
@@ -104,6 +107,9 @@ class AuditRecord(BaseModel):
         default=None, description="The client's name, as its initialize gave it"
     )
     client_version: str | None = Field(default=None, description="The client's version")
+    token: str | None = Field(
+        default=None, description="Over HTTP: the label of the bearer token the write came with"
+    )
     slug: str = Field(description="The page written (after a rename: its new slug)")
     path: str = Field(description="Its vault-relative file")
     old_slug: str | None = Field(default=None, description="rename_page: the slug before")
@@ -136,6 +142,7 @@ class AuditRecord(BaseModel):
                     "session": door.session,
                     "client_name": door.client_name,
                     "client_version": door.client_version,
+                    "token": door.token,
                 }
                 | data
                 | {"door": str(door)}

@@ -48,6 +48,9 @@ class Budgeted(Lean):
     note: str | None = Field(
         default=None, description="What was left out to fit the size limit, and how to get it"
     )
+    vault: str | None = Field(
+        default=None, description="The vault it came from (tool results name it)"
+    )
 
 
 class Paged(Budgeted):
@@ -396,6 +399,9 @@ class GraphResult(Paged):
 
     neighbourhood: Neighbourhood | None = None
     shape: VaultShape | None = None
+    other_vaults: list[str] = Field(
+        default_factory=list, description="The shape's: the server's other vaults, by name"
+    )
 
 
 class SyncReport(Lean):

@@ -55,6 +55,8 @@ def page(view: PageView) -> str:
     A kept version's header says which version it is instead of the links."""
     lines = [PAGE_INFO, f"title: {view.title}", f"slug: {view.slug}"]
     lines.append(f"path: {view.path or 'none (a placeholder: linked to, no file yet)'}")
+    if view.vault is not None:
+        lines.append(f"vault: {view.vault}")
     if (kept := view.version) is not None:
         lines.append(
             f"version: {kept.number} of {view.kept_versions} kept (1 is the newest), kept "
@@ -129,6 +131,11 @@ def noted(text: str, result: Budgeted) -> str:
     return f"{text}{newline}[{result.note}]"
 
 
+def _where(result: Budgeted, path: str) -> str:
+    """A written file, with the vault it is in when the result names one."""
+    return f"{path} in vault {result.vault!r}" if result.vault is not None else path
+
+
 def _placeholder_lines(created: list[str], removed: list[str]) -> list[str]:
     return [
         f"placeholders {verb}: {_join(slugs)}"
@@ -153,7 +160,7 @@ def saved(result: SaveResult) -> str:
         how = "unchanged (same content)"
     elif result.promoted:
         how = "placeholder promoted to a page"
-    lines = [f"Saved {result.slug} ({result.path}): {how}."]
+    lines = [f"Saved {result.slug} ({_where(result, result.path)}): {how}."]
     if result.links:
         lines.append(f"links: {_join(_link(link) for link in result.links)}")
     lines += _placeholder_lines(result.placeholders_created, result.placeholders_removed)
@@ -161,7 +168,7 @@ def saved(result: SaveResult) -> str:
 
 
 def deleted(result: DeleteResult) -> str:
-    lines = [f"Deleted {result.slug} ({result.path})."]
+    lines = [f"Deleted {result.slug} ({_where(result, result.path)})."]
     if result.history_path:
         lines.append(f"Its last version is kept in {result.history_path}.")
     if result.became_placeholder:
@@ -171,7 +178,7 @@ def deleted(result: DeleteResult) -> str:
 
 
 def renamed(result: RenameResult) -> str:
-    lines = [f"Renamed {result.old_slug} to {result.slug} ({result.path})."]
+    lines = [f"Renamed {result.old_slug} to {result.slug} ({_where(result, result.path)})."]
     links = _plural(result.links_rewritten, "link")
     pages = _plural(result.pages_rewritten, "page")
     if result.pages_rewritten > len(result.rewritten):
@@ -300,5 +307,10 @@ def graph(result: GraphResult) -> str:
         shown = _rows(result, len(shape.unreferenced), shape.unreferenced_count)
         lines.append(
             f"Unreferenced (no other page links to them){shown}: {', '.join(shape.unreferenced)}"
+        )
+    if result.other_vaults:
+        lines.append(
+            f"This is the vault {result.vault!r}; the others: {', '.join(result.other_vaults)} "
+            "(name one as vault)."
         )
     return "\n".join(lines + _more(result))

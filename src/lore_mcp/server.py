@@ -1,9 +1,11 @@
 """The MCP server: the nine tools (see `tools`), pages as resources, and a lifespan.
 
-`build_server(vault)` takes a vault opened with `vault_ops.open_vault(root, scan=False)` and
-owns it from then on: its lifespan indexes the vault in a background thread (so
-`initialize` is answered at once), starts the watcher, and closes the vault at exit.
-`run_stdio` serves it on stdin and stdout with the SDK's transport.
+`build_server(vaults)` takes the vaults to serve (`vaults.Vaults`, or one vault opened
+with `vault_ops.open_vault(root, scan=False)`) and owns them from then on: its lifespan
+indexes the default vault in a background thread (so `initialize` is answered at once)
+and starts its watcher; another vault opens on the first call that names it; at exit
+every vault opened is closed. `run_stdio` serves it on stdin and stdout with the SDK's
+transport.
 """
 
 from __future__ import annotations
@@ -47,16 +49,17 @@ from lore_mcp.errors import (
     LoreError,
     PageNotFoundError,
     UnsafePathError,
-    VaultBusyError,
 )
 from lore_mcp.index import is_damage
 from lore_mcp.stdio import screened_stdio
-from lore_mcp.tools import TOOLS, Served
+from lore_mcp.tools import TOOLS, Served, _grant
 from lore_mcp.vault_ops import AppState
+from lore_mcp.vaults import Vaults
 
 log = logging.getLogger(__name__)
 
-PAGE_TEMPLATE = "lore://page/{+slug}"
+PAGE_TEMPLATE = "lore://page/{+slug}"  # a page of the default vault
+VAULT_PAGE_TEMPLATE = "lore://{vault}/page/{+slug}"
 READ_ONLY_GUIDE = (
     "This server is read-only: it cannot save, delete or rename pages. To recall: search "
     "(full text) or search_titles (names), then read_page; get_graph and get_backlinks "
@@ -82,7 +85,10 @@ GUIDE = (
 
 
 class LoreServer(MCPServer[Served]):
-    """MCPServer, with arguments that fail validation answered in plain sentences."""
+    """MCPServer, with arguments that fail validation answered in plain sentences.
+    `served` is what its tools reach (the HTTP door marks its vaults guarded)."""
+
+    served: Served
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Served, Any] | None = None
@@ -121,28 +127,39 @@ def _plainly(tool: str, error: ValidationError) -> str:
 
 
 def build_server(
-    vault: AppState, *, watch: bool = False, max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
-) -> MCPServer[Served]:
-    """An MCP server over `vault`, which it owns from now on: while it serves, the vault
-    is indexed in the background and, with `watch`, watched; at exit it is closed.
+    vaults: Vaults | AppState,
+    *,
+    watch: bool = False,
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+) -> LoreServer:
+    """An MCP server over `vaults` (or one vault), which it owns from now on: while it
+    serves, each vault is indexed in the background once opened and, with `watch`,
+    watched; at exit each is closed.
 
-    Tool results keep to `max_result_chars` characters. A vault opened read-only gets
-    no write tools at all. Pages are also resources, `lore://page/{slug}`."""
+    Tool results keep to `max_result_chars` characters. When every vault is read-only
+    there are no write tools at all. Pages are also resources, `lore://VAULT/page/{slug}`
+    (and `lore://page/{slug}` in the default vault)."""
+    if isinstance(vaults, AppState):
+        vaults = Vaults.of(vaults, watch=watch)
+    vaults.watch = watch
     if max_result_chars < MIN_RESULT_CHARS:
-        vault.close()
+        vaults.close()
         raise InvalidArgumentError(
             f"The result size limit must be at least {MIN_RESULT_CHARS} characters; "
             f"{max_result_chars} was asked for."
         )
+    served = Served(vaults, max_result_chars)
     server = LoreServer(
         "lore-mcp",
         title="lore-mcp",
         version=__version__,
-        instructions=instructions(vault),
-        lifespan=_lifespan(Served(vault, max_result_chars), watch),
+        instructions=instructions(vaults),
+        lifespan=_lifespan(served),
     )
+    server.served = served
+    writable = any(not spec.read_only for spec in vaults.specs())
     for fn, hints in TOOLS:
-        if hints.read_only_hint or not vault.read_only:
+        if hints.read_only_hint or writable:
             description = inspect.cleandoc(fn.__doc__ or "")  # no docstring indentation
             server.add_tool(fn, title=hints.title, description=description, annotations=hints)
     server.resource(
@@ -152,27 +169,48 @@ def build_server(
         description="A page's Markdown as it is on disk. The slug may hold folders "
         "(lore://page/concepts/slugs); a title or a bare name works too.",
         mime_type="text/markdown",
-    )(_page_reader(vault))
-    server.completion()(_completer(vault))  # type: ignore[no-untyped-call]  # the SDK types it not
+    )(_page_reader(None))
+    server.resource(
+        VAULT_PAGE_TEMPLATE,
+        name="vault-page",
+        title="A page of a named vault",
+        description="A page of the vault named, as lore://page/{slug} reads the default's.",
+        mime_type="text/markdown",
+    )(_page_reader(VAULT_PAGE_TEMPLATE))
+    server.completion()(_completer(vaults))  # type: ignore[no-untyped-call]  # the SDK types it not
     return server
 
 
 MAX_COMPLETIONS = 100  # what completion/complete may answer at once
 
 
-def _completer(vault: AppState) -> Callable[..., Any]:
-    """`completion/complete` for the page template's `slug`: the pages whose name
-    starts with, or holds, what was typed (as search_titles finds them), or the first
-    pages when nothing was typed yet."""
+def _completer(vaults: Vaults) -> Callable[..., Any]:
+    """`completion/complete` for the page templates: a `vault` argument completes to
+    the vaults' names; a `slug` to the pages whose name starts with, or holds, what was
+    typed (as search_titles finds them), or the first pages when nothing was typed yet,
+    in the vault the template's `vault` argument names (else the default)."""
 
     async def complete(
-        ref: PromptReference | ResourceTemplateReference, argument: CompletionArgument, _: Any
+        ref: PromptReference | ResourceTemplateReference,
+        argument: CompletionArgument,
+        context: Any,
     ) -> Completion | None:
-        if not isinstance(ref, ResourceTemplateReference) or ref.uri != PAGE_TEMPLATE:
+        if not isinstance(ref, ResourceTemplateReference):
             return None
-        if argument.name != "slug":
+        if ref.uri not in (PAGE_TEMPLATE, VAULT_PAGE_TEMPLATE):
+            return None
+        if argument.name == "vault" and ref.uri == VAULT_PAGE_TEMPLATE:
+            typed = argument.value.strip().lower()
+            return Completion(values=[n for n in vaults.names if n.lower().startswith(typed)])
+        if argument.name != "slug" or vaults.guarded:  # no page names past a token's reach
             return None
         typed = argument.value.strip()
+        given = getattr(context, "arguments", None) or {}
+        named = given.get("vault") if ref.uri == VAULT_PAGE_TEMPLATE else None
+        try:
+            vault = await anyio.to_thread.run_sync(vaults.get, named)
+        except LoreError:
+            return Completion(values=[])
 
         def names() -> tuple[list[str], int]:
             if not typed:
@@ -190,10 +228,16 @@ def _completer(vault: AppState) -> Callable[..., Any]:
     return complete
 
 
-def _page_reader(vault: AppState) -> Callable[[str], str]:
-    def page(slug: str) -> str:
+def _page_reader(template: str | None) -> Callable[..., Any]:
+    """The reader of a page template: of the default vault (`template` None), or of
+    the one its `vault` argument names; either only as far as the caller's grant
+    reaches (a vault it does not reach is not found)."""
+
+    def read(ctx: Context[Served, Any], name: str | None, slug: str) -> str:
+        vaults = ctx.request_context.lifespan_context.vaults
         try:
-            view = engine.read_page(vault, slug)
+            spec = vaults.spec(name, _grant(ctx))
+            view = engine.read_page(vaults.get(spec.name), slug)
         except (PageNotFoundError, InvalidNameError, UnsafePathError) as exc:
             raise ResourceNotFoundError(str(exc)) from exc
         except LoreError as exc:
@@ -204,13 +248,46 @@ def _page_reader(vault: AppState) -> Callable[[str], str]:
             )
         return view.content
 
-    return page
+    if template is None:
+
+        async def page(slug: str, ctx: Context[Served, Any]) -> str:
+            return await anyio.to_thread.run_sync(read, ctx, None, slug)
+
+        return page
+
+    async def vault_page(vault: str, slug: str, ctx: Context[Served, Any]) -> str:
+        return await anyio.to_thread.run_sync(read, ctx, vault, slug)
+
+    return vault_page
 
 
-def instructions(vault: AppState) -> str:
-    """Which vault, how many pages (as far as the index already knows), and the tools.
-    A damaged index leaves the count out: the first index pass rebuilds it, and start-up
-    must not wait for that or fail on it."""
+def instructions(vaults: Vaults | AppState) -> str:
+    """Which vault, how many pages (as far as the index already knows), and the tools;
+    with several vaults, each by name with its size, and which is the default. A damaged
+    index leaves the count out: the first index pass rebuilds it, and start-up must not
+    wait for that or fail on it."""
+    if isinstance(vaults, AppState):
+        return _one_vault(vaults)
+    if len(vaults.names) == 1 and vaults.is_open(vaults.default):
+        return _one_vault(vaults.get())
+    sizes = vaults.page_counts()
+    listed = "; ".join(
+        f"{spec.name!r} ({sizes[spec.name]}"
+        + (", default" if spec.name == vaults.default else "")
+        + (", read-only" if spec.read_only else "")
+        + ")"
+        for spec in vaults.specs()
+    )
+    read_only = all(spec.read_only for spec in vaults.specs())
+    guide = READ_ONLY_GUIDE if read_only else GUIDE
+    return (
+        f"This server holds {len(vaults.names)} memory vaults: {listed}. Every tool takes "
+        f"vault=NAME; without it a call goes to {vaults.default!r}. Results say which "
+        f"vault they came from. {guide}"
+    )
+
+
+def _one_vault(vault: AppState) -> str:
     try:
         pages = 0 if vault.ready.is_set() else vault.index.pages.count()
     except Exception as exc:
@@ -227,61 +304,21 @@ def instructions(vault: AppState) -> str:
     return f"This is the memory vault {vault.root.name!r} ({size}). {guide}"
 
 
-class _Stopped(Exception):
-    """The server is shutting down, so the index pass gives up (its transaction rolls back)."""
-
-
-def _lifespan(
-    served: Served, watch: bool
-) -> Callable[[MCPServer[Served]], AbstractAsyncContextManager[Served]]:
+def _lifespan(served: Served) -> Callable[[MCPServer[Served]], AbstractAsyncContextManager[Served]]:
     @asynccontextmanager
     async def lifespan(_: MCPServer[Served]) -> AsyncIterator[Served]:
-        stop = threading.Event()
-        worker = threading.Thread(
-            target=_prepare, args=(served.vault, watch, stop), name="lore-index", daemon=True
-        )
-        worker.start()
+        await anyio.to_thread.run_sync(served.vaults.start)
         try:
             yield served
         finally:
-            stop.set()
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(_shut_down, served.vault, worker)
+                await anyio.to_thread.run_sync(_shut_down, served.vaults)
 
     return lifespan
 
 
-def _prepare(vault: AppState, watch: bool, stop: threading.Event) -> None:
-    """Start the watcher, then bring the index up to date (calls wait for `vault.ready`),
-    waiting as long as it takes while another process writes the index."""
-    if watch:
-        from lore_mcp.watcher import start_watcher  # watchdog loads only when watching
-
-        try:
-            start_watcher(vault)
-        except Exception:
-            log.exception("file watching is off: the watcher failed to start")
-    if vault.ready.is_set():
-        return
-
-    def check_stop(done: int, total: int) -> None:
-        vault.indexed = (done, total)  # what a call waiting for the pass reports
-        if stop.is_set():
-            raise _Stopped
-
-    def until_stopped(_waited: float) -> bool:  # another process writes the index
-        return not stop.is_set()
-
-    try:
-        engine.index_vault(vault, progress=check_stop, patience=until_stopped)
-    except (_Stopped, VaultBusyError):
-        log.info("indexing stopped: the server is shutting down")
-    except Exception:
-        log.exception("indexing %s failed; serving what the index already holds", vault.root)
-
-
-def run_stdio(server: MCPServer[Served], vault: AppState) -> None:
-    """Serve `vault` (the one `server` was built on) on this process's stdin and stdout,
+def run_stdio(server: MCPServer[Served], vault: Vaults | AppState) -> None:
+    """Serve `vault` (the vaults `server` was built on) on this process's stdin and stdout,
     with the SDK's transport, until stdin closes or SIGTERM or SIGINT asks for a stop.
     Lines the SDK cannot read are answered in front of it (`stdio.screened_stdio`)."""
     try:
@@ -304,7 +341,7 @@ def _refusal(line: str) -> str | None:
     return None
 
 
-async def _serve_stdio(server: MCPServer[Served], vault: AppState) -> None:
+async def _serve_stdio(server: MCPServer[Served], vault: Vaults | AppState) -> None:
     async with anyio.create_task_group() as tasks:
         if sys.platform != "win32":  # no signal receiver there; Ctrl-C still stops it
             tasks.start_soon(_stop_on_signal, tasks.cancel_scope, vault)
@@ -312,7 +349,7 @@ async def _serve_stdio(server: MCPServer[Served], vault: AppState) -> None:
         tasks.cancel_scope.cancel()
 
 
-async def _stop_on_signal(scope: anyio.CancelScope, vault: AppState) -> None:
+async def _stop_on_signal(scope: anyio.CancelScope, vault: Vaults | AppState) -> None:
     """Stop the server on SIGTERM or SIGINT: its lifespan closes the vault as when
     stdin closes. The SDK reads stdin in a thread that nothing can wake but input, so
     once the vault is closed the process exits rather than wait for the client."""
@@ -324,16 +361,14 @@ async def _stop_on_signal(scope: anyio.CancelScope, vault: AppState) -> None:
             return
 
 
-def _exit_when_closed(vault: AppState) -> None:
+def _exit_when_closed(vault: Vaults | AppState) -> None:
     vault.closed.wait()
     sys.stderr.flush()
     os._exit(0)
 
 
-def _shut_down(vault: AppState, worker: threading.Thread) -> None:
-    worker.join()
-    vault.close()
-    log.info("closed the vault %s", vault.root)
+def _shut_down(vaults: Vaults) -> None:
+    vaults.close()
     # Output a tool left in stdout's buffer goes out now, while the stdio transport
     # still points fd 1 at stderr; at exit it would reach the client's end.
     with contextlib.suppress(OSError, ValueError):

@@ -3,7 +3,9 @@
 Each tool is a typed function: its docstring and type hints are its schema. It runs one
 vault operation in a worker thread and returns the result twice: as structured content
 (the tool's output schema) and as a few readable lines for the model (see `render`).
-`_call` is the one place where a `LoreError` becomes an `isError` result.
+`_call` is the one place where a `LoreError` becomes an `isError` result, and where a
+call's `vault` argument becomes the vault it reaches (as far as the caller's `Grant`
+lets it: see `vaults`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from lore_mcp.models import (
     TitleMatches,
 )
 from lore_mcp.vault_ops import AppState
+from lore_mcp.vaults import EVERYTHING, Grant, Vaults, VaultSpec
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +54,17 @@ INTERNAL_ERROR = "Internal error; the server logged the details and is still run
 
 @dataclass
 class Served:
-    """What every tool call can reach: the vault, the result size limit, and the id the
+    """What every tool call can reach: the vaults, the result size limit, and the id the
     audit log gives a stdio session (one process serves one)."""
 
-    vault: AppState
+    vaults: Vaults
     max_result_chars: int
     stdio_session: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    @property
+    def vault(self) -> AppState:
+        """The default vault (opened now if it was not yet)."""
+        return self.vaults.get()
 
 
 Ctx = Context[Served, Any]
@@ -157,6 +165,11 @@ Version = Annotated[
 ]
 
 
+VaultName = Annotated[
+    str | None, Field(max_length=64, description="Which vault; default: the default vault")
+]
+
+
 def _limit(what: str) -> Any:
     return Field(ge=1, le=100, description=f"At most this many {what} (1-100)")
 
@@ -164,19 +177,62 @@ def _limit(what: str) -> Any:
 # -- the boundary -------------------------------------------------------------------------
 
 
-async def _call(ctx: Ctx, operation: Callable[[AppState], T]) -> T:
-    """Run a vault operation in a worker thread; its failures become isError results.
-    A cancelled call lets go of the thread at once (the operation still finishes,
-    under the vault's lock)."""
-    vault = ctx.request_context.lifespan_context.vault
+async def _call(
+    ctx: Ctx, name: str | None, operation: Callable[[AppState], R], *, writes: bool = False
+) -> R:
+    """Run a vault operation on the vault `name` (None: the default) in a worker thread;
+    its failures become isError results, and its result names the vault. A cancelled
+    call lets go of the thread at once (the operation still finishes, under the
+    vault's lock)."""
+    vaults = ctx.request_context.lifespan_context.vaults
+    try:
+        spec = _reached(vaults, _grant(ctx), name, writes)
+        vault = await anyio.to_thread.run_sync(vaults.get, spec.name)
+    except LoreError as exc:
+        raise ToolError(str(exc)) from exc
     await _wait_for_index(ctx, vault)
     try:
-        return await anyio.to_thread.run_sync(operation, vault, abandon_on_cancel=True)
+        result = await anyio.to_thread.run_sync(operation, vault, abandon_on_cancel=True)
     except LoreError as exc:
         raise ToolError(str(exc)) from exc
     except Exception as exc:
         log.exception("unexpected failure in a vault operation")
         raise ToolError(INTERNAL_ERROR) from exc
+    result.vault = spec.name
+    return result
+
+
+def _reached(vaults: Vaults, grant: Grant, name: str | None, writes: bool) -> VaultSpec:
+    """The vault a call reaches, or why it may not: a vault the grant does not reach is
+    unknown; a write needs a writer grant and a vault that is not read-only."""
+    spec = vaults.spec(name, grant)
+    if writes and grant.role != "writer":
+        raise LoreError(
+            "This token may only read: save_page, delete_page and rename_page are "
+            "refused. Ask for a token with role=writer to change pages."
+        )
+    if writes and spec.read_only:
+        writable = [n for n in vaults.reachable(grant) if not vaults.spec(n).read_only]
+        also = f" The vaults that take writes: {', '.join(writable)}." if writable else ""
+        raise LoreError(f"The vault {spec.name!r} is read-only; nothing was changed.{also}")
+    return spec
+
+
+GRANT_SCOPE_KEY = "lore.grant"  # where the HTTP door's bearer check leaves a token's grant
+
+
+def _grant(ctx: Ctx) -> Grant:
+    """What the caller may reach. On stdio (and in memory) the parent process owns the
+    pipes: everything. Over HTTP, what the bearer check found the token may reach (see
+    `http.BearerAuth`), never anything the request says; a request that came by HTTP
+    without it reaches nothing."""
+    request = ctx.request_context.request
+    scope = getattr(request, "scope", None)
+    if isinstance(scope, dict) and isinstance(grant := scope.get(GRANT_SCOPE_KEY), Grant):
+        return grant
+    if ctx.headers is None:
+        return EVERYTHING
+    return Grant(label="none", vaults=frozenset(), role="reader")
 
 
 async def _wait_for_index(ctx: Ctx, vault: AppState) -> None:
@@ -207,6 +263,7 @@ def _door(ctx: Ctx) -> audit.Door:
         session=session,
         client_name=info.name if info is not None else None,
         client_version=info.version if info is not None else None,
+        token=_grant(ctx).label,
     )
 
 
@@ -230,6 +287,8 @@ async def read_page(
     offset: LineOffset = 0,
     column: Column = 0,
     version: Version = None,
+    *,
+    vault: VaultName = None,
 ) -> Annotated[CallToolResult, PageView]:
     """Read one page of the memory vault: its Markdown, the pages that link to it
     (backlinks), the links it holds, and how many earlier versions the history keeps.
@@ -241,7 +300,9 @@ async def read_page(
     next_column; joined, the parts are the file exactly. With version=N, reads kept
     version N instead (1 the newest; also of a deleted page), in parts the same way:
     its text, when it was kept and which write replaced it."""
-    view = await _call(ctx, lambda v: engine.read_page_or_version(v, slug, offset, column, version))
+    view = await _call(
+        ctx, vault, lambda v: engine.read_page_or_version(v, slug, offset, column, version)
+    )
     return _result(ctx, view, render.page)
 
 
@@ -255,6 +316,7 @@ async def save_page(
     heading: Heading = None,
     expected_hash: ExpectedHash = None,
     version: Version = None,
+    vault: VaultName = None,
 ) -> Annotated[CallToolResult, SaveResult]:
     """Write a page: create it, change it, fill in a placeholder, or restore a version.
 
@@ -272,6 +334,7 @@ async def save_page(
     door = _door(ctx)
     saved = await _call(
         ctx,
+        vault,
         lambda v: engine.save_or_restore(
             v,
             slug,
@@ -283,25 +346,33 @@ async def save_page(
             door=door,
             expected_hash=expected_hash,
         ),
+        writes=True,
     )
     return _result(ctx, saved, render.saved)
 
 
 async def delete_page(
-    slug: Name, ctx: Ctx, expected_hash: ExpectedHash = None
+    slug: Name, ctx: Ctx, expected_hash: ExpectedHash = None, vault: VaultName = None
 ) -> Annotated[CallToolResult, DeleteResult]:
     """Delete a page. Its last version is kept in the vault's history (`lore restore`
     brings it back). If other pages still link to it, it stays on as a placeholder. The
     name must match one page only."""
     door = _door(ctx)
     deleted = await _call(
-        ctx, lambda v: engine.delete_page(v, slug, door=door, expected_hash=expected_hash)
+        ctx,
+        vault,
+        lambda v: engine.delete_page(v, slug, door=door, expected_hash=expected_hash),
+        writes=True,
     )
     return _result(ctx, deleted, render.deleted)
 
 
 async def rename_page(
-    slug: Name, new_name: NewName, ctx: Ctx, expected_hash: ExpectedHash = None
+    slug: Name,
+    new_name: NewName,
+    ctx: Ctx,
+    expected_hash: ExpectedHash = None,
+    vault: VaultName = None,
 ) -> Annotated[CallToolResult, RenameResult]:
     """Rename or move a page and rewrite every [[link]] that pointed at it, in every
     page (aliases, headings and embeds are kept). Nothing is lost. The name must match
@@ -310,7 +381,9 @@ async def rename_page(
     door = _door(ctx)
     renamed = await _call(
         ctx,
+        vault,
         lambda v: engine.rename_page(v, slug, new_name, door=door, expected_hash=expected_hash),
+        writes=True,
     )
     return _result(ctx, renamed, render.renamed)
 
@@ -328,12 +401,15 @@ async def list_pages(
         Literal["slug", "modified"],
         Field(description="slug: by slug (default); modified: the latest modified first"),
     ] = "slug",
+    vault: VaultName = None,
 ) -> Annotated[CallToolResult, PageList]:
     """List pages with how many links go out and come in and when each file was last
     modified: by slug, or with sort="modified" the latest first (what changed lately).
     Page on with offset=next_offset."""
     listing = await _call(
-        ctx, lambda v: engine.list_pages(v, folder, include_placeholders, offset, limit, sort=sort)
+        ctx,
+        vault,
+        lambda v: engine.list_pages(v, folder, include_placeholders, offset, limit, sort=sort),
     )
     return _result(ctx, listing, render.listing)
 
@@ -345,6 +421,8 @@ async def search(
     offset: Annotated[
         int, Field(ge=0, description="Skip this many of the best limit hits: 0, or next_offset")
     ] = 0,
+    *,
+    vault: VaultName = None,
 ) -> Annotated[CallToolResult, SearchResults]:
     """Full-text search over every page, best match first. A page matches when it holds
     any word of the query (question words, articles and the like aside); pages holding
@@ -354,7 +432,7 @@ async def search(
     #tag words keep to pages with that tag, and the last word also matches longer words
     it starts. Each hit has its best passage, matches marked. Any script, CJK included.
     A result cut to fit pages on with the same limit and offset=next_offset."""
-    results = await _call(ctx, lambda v: engine.search(v, query, limit, offset))
+    results = await _call(ctx, vault, lambda v: engine.search(v, query, limit, offset))
     return _result(ctx, results, render.hits)
 
 
@@ -363,11 +441,13 @@ async def search_titles(
     ctx: Ctx,
     limit: Annotated[int, _limit("matches")] = 20,
     offset: Offset = 0,
+    *,
+    vault: VaultName = None,
 ) -> Annotated[CallToolResult, TitleMatches]:
     """Find pages by title or slug: exact matches first, then prefixes, substrings and
     close spellings. Use it to learn what a page is called; placeholders are flagged.
     Page on with offset=next_offset."""
-    matches = await _call(ctx, lambda v: engine.search_titles(v, query, limit, offset))
+    matches = await _call(ctx, vault, lambda v: engine.search_titles(v, query, limit, offset))
     return _result(ctx, matches, render.title_matches)
 
 
@@ -378,18 +458,25 @@ async def get_backlinks(
         bool, Field(description="Also find pages that mention the title without linking")
     ] = False,
     offset: Offset = 0,
+    *,
+    vault: VaultName = None,
 ) -> Annotated[CallToolResult, Backlinks]:
     """The lines in other pages that link to this page, with line numbers; optionally
     also plain-text mentions of its title that are not links yet (after the links).
     Counts cover all rows; page on with offset=next_offset."""
     backlinks = await _call(
-        ctx, lambda v: engine.get_backlinks(v, slug, include_unlinked, offset, PAGE_ROWS)
+        ctx, vault, lambda v: engine.get_backlinks(v, slug, include_unlinked, offset, PAGE_ROWS)
     )
     return _result(ctx, backlinks, render.backlinks)
 
 
 async def get_graph(
-    ctx: Ctx, slug: Centre = None, depth: Depth = 1, offset: Offset = 0
+    ctx: Ctx,
+    slug: Centre = None,
+    depth: Depth = 1,
+    offset: Offset = 0,
+    *,
+    vault: VaultName = None,
 ) -> Annotated[CallToolResult, GraphResult]:
     """The link graph. With a slug: the pages within `depth` links of it (either
     direction, nearest first) and the links between them. Without: the vault's shape -
@@ -397,7 +484,10 @@ async def get_graph(
     them), the most linked pages and unresolved link targets. Counts cover all rows; page
     on with offset=next_offset (the pages, or the shape's four lists together)."""
     limit = PAGE_ROWS if slug and slug.strip() else None
-    graph = await _call(ctx, lambda v: engine.get_graph(v, slug, depth, offset, limit))
+    graph = await _call(ctx, vault, lambda v: engine.get_graph(v, slug, depth, offset, limit))
+    if graph.shape is not None:
+        served = ctx.request_context.lifespan_context.vaults
+        graph.other_vaults = [n for n in served.reachable(_grant(ctx)) if n != graph.vault]
     return _result(ctx, graph, render.graph)
 
 

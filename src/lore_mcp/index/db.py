@@ -47,6 +47,22 @@ WARN_AFTER_S = 2.0  # a wait this long is worth a line in the log
 Patience = Callable[[float], bool]
 
 
+def last_page_count(path: Path) -> int | None:
+    """How many real pages the index at `path` held when it was last written, read
+    without opening it for use (no schema check, no write, no lock): None when there is
+    no index there, or it is of another schema version or unreadable."""
+    if not path.is_file():
+        return None
+    try:
+        with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1)) as conn:
+            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                return None
+            sql = "SELECT count(*) FROM pages WHERE path IS NOT NULL"
+            return int(conn.execute(sql).fetchone()[0])
+    except sqlite3.Error:
+        return None
+
+
 def create_schema(conn: sqlite3.Connection) -> None:
     """Drop whatever tables there are and make empty ones, with a new epoch (which
     tells the other processes that everything they loaded is gone)."""

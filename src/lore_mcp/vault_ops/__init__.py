@@ -4,7 +4,7 @@ of these operations heals a damaged index the same way (see `heal`)."""
 
 from lore_mcp.vault_ops import doctor as _doctor
 from lore_mcp.vault_ops import pages, queries, rename, versions
-from lore_mcp.vault_ops.core import AppState
+from lore_mcp.vault_ops.core import AppState, last_index_count
 from lore_mcp.vault_ops.heal import heals
 from lore_mcp.vault_ops.open import (
     apply_external_changes,
@@ -42,6 +42,7 @@ __all__ = [
     "get_backlinks",
     "get_graph",
     "index_vault",
+    "last_index_count",
     "list_pages",
     "open_vault",
     "page_history",

@@ -15,7 +15,7 @@ import platformdirs
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR, MAX_CONTENT_BYTES
 from lore_mcp.errors import VaultError
 from lore_mcp.graph import LinkGraph
-from lore_mcp.index import Index
+from lore_mcp.index import Index, last_page_count
 from lore_mcp.slugs import Aliases, PageSet, PlaceholderSet, slug_from_path
 from lore_mcp.vault_ops.files import OtherFiles, content_hash
 from lore_mcp.vault_ops.ignore import Ignores
@@ -83,6 +83,21 @@ class AppState:
         self.closed.set()
 
 
+def last_index_count(root: Path) -> int | None:
+    """The vault's page count at its last index, from the index file alone (without
+    opening the vault); None when it has no index yet, or one of another version."""
+    root = root.expanduser().resolve()
+    for path in (root / LORE_DIR / CACHE_DIR / DB_NAME, _fallback_cache(root) / DB_NAME):
+        if (count := last_page_count(path)) is not None:
+            return count
+    return None
+
+
+def _fallback_cache(root: Path) -> Path:
+    """Where a vault that cannot hold its index keeps it: in the user's cache folder."""
+    return Path(platformdirs.user_cache_dir("lore-mcp")) / content_hash(os.fsencode(root))
+
+
 def open_index(root: Path) -> Index:
     """The index in `<vault>/.lore/cache/`; when the vault cannot hold it (no write
     permission, a read-only mount), in the user's cache folder instead, so reads still
@@ -100,7 +115,7 @@ def open_index(root: Path) -> Index:
             if exc.sqlite_errorcode != sqlite3.SQLITE_CANTOPEN:
                 raise
             problem = str(exc)
-    cache = Path(platformdirs.user_cache_dir("lore-mcp")) / content_hash(os.fsencode(root))
+    cache = _fallback_cache(root)
     log.warning("cannot keep the index in %s (%s); keeping it in %s", lore, problem, cache)
     try:
         return Index(cache / DB_NAME)
