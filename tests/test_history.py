@@ -112,7 +112,7 @@ async def test_each_version_reads_and_restores_byte_for_byte(
         assert restored.structured_content is not None
         assert restored.structured_content["mode"] == "restore"
         assert restored.structured_content["hash"] == sha(data)
-        assert "Saved note (Note.md): a kept version restored" in text(restored)
+        assert "Saved note (Note.md in vault 'vault'): a kept version restored" in text(restored)
         assert (vault_dir / "Note.md").read_bytes() == data
 
 

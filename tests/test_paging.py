@@ -264,7 +264,7 @@ async def test_renaming_the_busy_page_answers_compactly(
         assert len(drawn) < 2000 and len(json.dumps(found)) < 3000
         assert (found["pages_rewritten"], found["links_rewritten"]) == (LINKING, LINKING)
         assert found["rewritten"] == [person(i) for i in range(20)]
-        assert drawn.startswith("Renamed hub to centre (Centre.md).\n")
+        assert drawn.startswith("Renamed hub to centre (Centre.md in vault 'busy').\n")
         assert f"Rewrote {LINKING} links in {LINKING} pages; the first 20:" in drawn
         assert "get_backlinks of centre lists every page that links to it now." in drawn
         linking: list[str] = []

@@ -1,4 +1,5 @@
-"""Pages as MCP resources: the template `lore://page/{+slug}`, in both protocol eras."""
+"""Pages as MCP resources: the templates `lore://page/{+slug}` (the default vault) and
+`lore://{vault}/page/{+slug}`, in both protocol eras."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from mcp.types import INVALID_PARAMS, TextResourceContents
 
 from conftest import write
 from lore_mcp import vault_ops as engine
-from lore_mcp.server import PAGE_TEMPLATE, build_server
+from lore_mcp.server import PAGE_TEMPLATE, VAULT_PAGE_TEMPLATE, build_server
 
 pytestmark = pytest.mark.anyio
 
@@ -47,8 +48,17 @@ async def missing(client: Client, uri: str) -> str:
 
 async def test_the_template_is_listed(client: Client) -> None:
     templates = (await client.list_resource_templates()).resource_templates
-    assert [t.uri_template for t in templates] == [PAGE_TEMPLATE] == ["lore://page/{+slug}"]
-    assert templates[0].mime_type == "text/markdown" and templates[0].description
+    listed = [t.uri_template for t in templates]
+    assert listed == [PAGE_TEMPLATE, VAULT_PAGE_TEMPLATE]
+    assert listed == ["lore://page/{+slug}", "lore://{vault}/page/{+slug}"]
+    assert all(t.mime_type == "text/markdown" and t.description for t in templates)
+
+
+async def test_a_page_of_a_named_vault(client: Client, brain_dir: Path) -> None:
+    expected = (brain_dir / "concepts" / "Slugs.md").read_text(encoding="utf-8")
+    assert (await read(client, "lore://brain/page/concepts/slugs")).text == expected
+    assert (await read(client, "lore://BRAIN/page/Slugs")).text == expected
+    assert "no vault 'other'" in await missing(client, "lore://other/page/concepts/slugs")
 
 
 async def test_a_nested_slug_reads_the_file(client: Client, brain_dir: Path) -> None:

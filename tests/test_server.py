@@ -238,7 +238,9 @@ async def test_save_creates_then_overwrites(client: Client, brain_dir: Path) -> 
     again = await ok(client, "save_page", slug="notes/first-note", content="See [[Slugs]].\n")
     assert again["unchanged"] is True and again["created"] is False
     changed = await call(client, "save_page", slug="First Note", content="Now [[Index]].\n")
-    assert text(changed).startswith("Saved notes/first-note (notes/First Note.md): overwritten.")
+    assert text(changed).startswith(
+        "Saved notes/first-note (notes/First Note.md in vault 'brain'): overwritten."
+    )
     backlinks = await ok(client, "get_backlinks", slug="index")
     assert "notes/first-note" in {b["slug"] for b in backlinks["linked"]}
 

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from lore_mcp import __version__, commands, display_doctor
-from lore_mcp import vault_ops as engine
 from lore_mcp.config import LOG_LEVELS, MIN_RESULT_CHARS, VAULT_ENV, setup_logging
 from lore_mcp.errors import LoreError, UsageError
+from lore_mcp.vault_config import default_config_path, read_config, vault_specs
+from lore_mcp.vaults import VaultSpec
 
 if TYPE_CHECKING:
     from lore_mcp.http import HttpOptions
@@ -40,7 +41,10 @@ TOOL_COMMANDS = {
 _TOOL_NAME = re.compile(r"\b(" + "|".join(sorted(TOOL_COMMANDS, key=len, reverse=True)) + r")\b")
 
 EPILOG = f"""\
-The vault is --vault PATH, else the {VAULT_ENV} environment variable.
+The vault is --vault PATH, else --config FILE, else the {VAULT_ENV} environment variable,
+else the first vault of the user's vaults.toml (`lore vaults` says where it is looked for);
+a vault that file lists is also --vault NAME. `lore serve` takes --vault NAME=PATH more than
+once: several vaults behind one server, the first the default.
 Output: tables on a terminal, plain text when piped, one JSON document with --json.
 
 exit status:
@@ -204,6 +208,7 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     if serve_prog == "lore-mcp":  # its errors speak of lore-mcp, not of lore
         parser.speaks_for = p
     _init_command(command)
+    command("vaults", "the vaults --vault, --config or the config file give, the first the default")
     parser.usages = [sub_parser.format_usage() for sub_parser in sub.choices.values()]
     return parser
 
@@ -274,9 +279,19 @@ def _common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
 
     parser.add_argument(
         "--vault",
-        metavar="PATH",
+        metavar="[NAME=]PATH",
+        action="append",
         default=default(None),
-        help=f"the vault folder (default: ${VAULT_ENV})",
+        help=f"the vault folder (default: ${VAULT_ENV}); serve: NAME=PATH, repeatable, "
+        "names one of several vaults (the first is the default)",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        default=default(None),
+        help="the vaults listed in a TOML file (default: vaults.toml in the user's config "
+        "folder, when there is no --vault)",
     )
     parser.add_argument(
         "--json", action="store_true", default=default(False), help="print one JSON document"
@@ -297,7 +312,14 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--read-only",
         action="store_true",
-        help="offer no write tools (save, delete, rename); the vault is never modified",
+        help="offer no write tools (save, delete, rename); no vault is ever modified",
+    )
+    parser.add_argument(
+        "--read-only-vault",
+        action="append",
+        metavar="NAME",
+        default=[],
+        help="serve this vault read-only (writes to it are refused); repeatable",
     )
     parser.add_argument(
         "--max-result-chars",
@@ -342,7 +364,10 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _vault_given_once(argv: Sequence[str]) -> None:
-    """Refuse two different `--vault` values (argparse would silently take the last)."""
+    """Refuse two different `--vault` values to a command that works on one vault (the
+    server takes several, `--vault NAME=PATH` each)."""
+    if "serve" in argv or "vaults" in argv:
+        return
     given = [
         argv[i + 1] if arg == "--vault" and i + 1 < len(argv) else arg.partition("=")[2]
         for i, arg in enumerate(argv)
@@ -353,12 +378,18 @@ def _vault_given_once(argv: Sequence[str]) -> None:
 
 
 def _vault_path(args: argparse.Namespace) -> Path:
+    """The one vault a command other than `serve` works on: VAULT, else the first of
+    the vaults given (see `_specs`); a bare --vault NAME picks one the config lists."""
     positional = getattr(args, "vault_arg", None)
-    if positional and args.vault and Path(positional) != Path(args.vault):
+    given = args.vault or []
+    if positional and given and Path(positional) != Path(given[-1]):
         raise UsageError("give the vault once: as VAULT or as --vault, not both")
-    raw = positional or args.vault or os.environ.get(VAULT_ENV, "").strip()
-    if not raw:
-        raise UsageError(f"no vault given: pass --vault PATH or set {VAULT_ENV}")
+    if positional:
+        raw = positional
+    elif (picked := _configured(given, args.config)) is not None:
+        raw = str(picked.root)
+    else:
+        raw = str(_specs(args, given[-1:])[0].root)
     if not Path(raw).expanduser().is_dir() and args.command != "init":
         missing = not Path(raw).expanduser().exists()
         raise UsageError(
@@ -366,6 +397,25 @@ def _vault_path(args: argparse.Namespace) -> Path:
             + (f"does not exist; `lore init {raw}` makes it" if missing else "is not a folder")
         )
     return Path(raw)
+
+
+def _configured(given: list[str], config: Path | None) -> VaultSpec | None:
+    """The vault a bare `--vault NAME` names in the config file, when it is no folder."""
+    if len(given) != 1 or "=" in given[0] or Path(given[0]).expanduser().exists():
+        return None
+    found = config or default_config_path()
+    if not found.is_file():
+        return None
+    named = {spec.name.lower(): spec for spec in read_config(found)}
+    return named.get(given[0].lower())
+
+
+def _specs(args: argparse.Namespace, given: Sequence[str] | None = None) -> list[VaultSpec]:
+    """The vaults --vault, --config, $LORE_VAULT or the user's config file give."""
+    read_only = ["*"] if getattr(args, "read_only", False) else []
+    read_only += getattr(args, "read_only_vault", [])
+    vaults = (args.vault or []) if given is None else given
+    return vault_specs(vaults, args.config, read_only=read_only)
 
 
 # -- running ----------------------------------------------------------------------------
@@ -379,6 +429,9 @@ def main(argv: Sequence[str] | None = None, *, serve_prog: str = "lore serve") -
         args = build_parser(serve_prog).parse_args(argv)
         if args.command == "serve":
             return _serve(args)
+        if args.command == "vaults":
+            commands.list_vaults(_specs(args), default_config_path(), as_json=args.json)
+            return EXIT_OK
         return EXIT_OK if commands.run(args, _vault_path(args)) else EXIT_FAILED
     except SystemExit as exc:  # argparse: --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
@@ -412,26 +465,32 @@ def _for_people(message: str) -> str:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    vault = _vault_path(args)
+    specs = _specs(args)
+    default = specs[0].root
+    if not default.expanduser().is_dir():  # the others fail only the calls that name them
+        missing = not default.expanduser().exists()
+        raise UsageError(
+            f"the vault {str(default)!r} "
+            + (f"does not exist; `lore init {default}` makes it" if missing else "is not a folder")
+        )
     http = _http_options(args)
     setup_logging(args.log_level or ("INFO" if http else "WARNING"))
     from lore_mcp.server import build_server
+    from lore_mcp.vaults import Vaults
 
-    opened = engine.open_vault(
-        vault, scan=False, read_only=args.read_only, readers=commands.readers()
-    )
+    vaults = Vaults(specs, watch=not args.no_watch, readers=commands.readers())
     logging.getLogger(__name__).info(
         "serving %s over %s (watch %s)",
-        opened.root,
+        ", ".join(f"{spec.name}={spec.root}" for spec in specs),
         "HTTP" if http else "stdio",
         "off" if args.no_watch else "on",
     )
     kwargs = {} if args.max_result_chars is None else {"max_result_chars": args.max_result_chars}
-    server = build_server(opened, watch=not args.no_watch, **kwargs)
+    server = build_server(vaults, watch=not args.no_watch, **kwargs)
     if http is None:
         from lore_mcp.server import run_stdio
 
-        run_stdio(server, opened)
+        run_stdio(server, vaults)
     else:
         from lore_mcp.http import run_http
 

@@ -6,6 +6,7 @@ same as plain text when piped, one JSON document with `--json`. Errors go to std
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -33,6 +34,7 @@ from lore_mcp import __version__, audit, display, display_doctor
 from lore_mcp import vault_ops as engine
 from lore_mcp.errors import InvalidArgumentError, UsageError, VaultError
 from lore_mcp.models import DoctorReport, PageView
+from lore_mcp.vaults import VaultSpec
 
 WRITES = frozenset({"save", "append", "prepend", "edit", "rename", "delete", "restore"})
 STDIN_WRITES = frozenset({"save", "append", "prepend", "edit"})
@@ -94,6 +96,35 @@ def _result(args: argparse.Namespace, vault: Path) -> BaseModel | _Source:
         return _call(opened, args, content)
     finally:
         opened.close()
+
+
+def list_vaults(specs: list[VaultSpec], config: Path, *, as_json: bool) -> None:
+    """`lore vaults`: each vault's name, folder, pages at its last index and whether it
+    is the default or read-only; and where the config file is looked for."""
+    counts = [engine.last_index_count(s.root) if s.root.is_dir() else None for s in specs]
+    if as_json:
+        rows = [
+            {
+                "name": spec.name,
+                "path": str(spec.root),
+                "default": number == 0,
+                "read_only": spec.read_only,
+                "exists": spec.root.is_dir(),
+                "pages": count,
+            }
+            for number, (spec, count) in enumerate(zip(specs, counts, strict=True))
+        ]
+        _write(json.dumps({"config": str(config), "vaults": rows}, indent=2) + "\n")
+        return
+    width = max(len(spec.name) for spec in specs)
+    for number, (spec, count) in enumerate(zip(specs, counts, strict=True)):
+        marks = ["default"] if number == 0 else []
+        marks += ["read-only"] if spec.read_only else []
+        marks += [] if spec.root.is_dir() else ["missing"]
+        pages = "not indexed" if count is None else f"{count} pages"
+        extra = f" ({', '.join(marks)})" if marks else ""
+        _write(f"{spec.name:<{width}}  {spec.root}  {pages}{extra}\n")
+    _write(f"config file: {config}{'' if config.is_file() else ' (none)'}\n")
 
 
 def readers() -> int:

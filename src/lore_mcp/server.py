@@ -54,7 +54,7 @@ from lore_mcp.index import is_damage
 from lore_mcp.stdio import screened_stdio
 from lore_mcp.tools import TOOLS, Served, _grant
 from lore_mcp.vault_ops import AppState
-from lore_mcp.vaults import Vaults
+from lore_mcp.vaults import UnknownVaultError, Vaults
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +238,7 @@ def _page_reader(template: str | None) -> Callable[..., Any]:
         try:
             spec = vaults.spec(name, _grant(ctx))
             view = engine.read_page(vaults.get(spec.name), slug)
-        except (PageNotFoundError, InvalidNameError, UnsafePathError) as exc:
+        except (PageNotFoundError, InvalidNameError, UnsafePathError, UnknownVaultError) as exc:
             raise ResourceNotFoundError(str(exc)) from exc
         except LoreError as exc:
             raise ResourceError(str(exc)) from exc

@@ -115,8 +115,8 @@ def vault_specs(
         specs = read_config(found)
     else:
         raise UsageError(
-            f"no vault given: pass --vault PATH (or NAME=PATH, more than once), --config "
-            f"FILE, set {VAULT_ENV}, or list vaults in {default_config or default_config_path()}"
+            f"no vault given: pass --vault PATH or set {VAULT_ENV} (or pass --config FILE, "
+            f"or list vaults in {default_config or default_config_path()})"
         )
     try:
         specs = checked(specs)
