@@ -511,8 +511,10 @@ def _http_options(args: argparse.Namespace) -> HttpOptions | None:
         return None
     from lore_mcp import http
 
+    tokens = http.load_tokens(args.token_file)
     return http.HttpOptions(
-        token=http.load_token(args.token_file),
+        token=tokens[0].secret,
+        tokens=tokens,
         host=args.host or http.DEFAULT_HOST,
         port=http.DEFAULT_PORT if args.port is None else args.port,
         allow_remote=args.allow_remote,

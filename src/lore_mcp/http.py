@@ -8,6 +8,12 @@ address needs `allow_remote` (and gets a warning in the log). The tools are the 
 `server.build_server` defines; this module only wraps that server's Starlette app and runs
 it under uvicorn.
 
+A token file may hold several tokens, one a line, each limited to some vaults or to
+reading (`TOKEN label=NAME vaults=team,personal role=reader`): what a request may reach
+comes from the token it carries (the check leaves the token's `Grant` in the request's
+ASGI scope, where the tools find it), never from the request. A reader token's writes
+are refused; a token's vaults are the only ones any argument or resource URI reaches.
+
 Sessions are bounded: one idle for `session_timeout` seconds is closed (its id then
 answers 404 and the client starts a new one), and while `max_sessions` are open a new
 one is refused with 503. A closed or expired session is forgotten, and its memory with it.
@@ -28,14 +34,16 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import uvicorn
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import JSONRPCRequest, jsonrpc_message_adapter
@@ -44,6 +52,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from lore_mcp import jsonrpc
 from lore_mcp.config import MAX_CONTENT_BYTES
 from lore_mcp.errors import LoreError
+from lore_mcp.server import LoreServer
+from lore_mcp.tools import GRANT_SCOPE_KEY
+from lore_mcp.vaults import EVERYTHING, Grant, Role, check_name
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +77,17 @@ REFUSAL_WINDOW_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
+class Token:
+    """A bearer token and what it may reach."""
+
+    secret: str = field(repr=False)
+    grant: Grant = EVERYTHING
+
+
+@dataclass(frozen=True)
 class HttpOptions:
-    """Where to listen and the token every request must carry."""
+    """Where to listen and the token every request must carry (or the tokens, each
+    with its reach: `tokens`, when a token file lists several)."""
 
     token: str = field(repr=False)
     host: str = DEFAULT_HOST
@@ -75,6 +95,7 @@ class HttpOptions:
     allow_remote: bool = False
     session_timeout: float = DEFAULT_SESSION_TIMEOUT
     max_sessions: int = DEFAULT_MAX_SESSIONS
+    tokens: tuple[Token, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         check_token(self.token, "the server's settings")
@@ -94,10 +115,19 @@ class HttpOptions:
 
 
 def load_token(token_file: Path | None, environ: Mapping[str, str] = os.environ) -> str:
-    """The bearer token: from `token_file` when given, else from $LORE_MCP_TOKEN.
-    Raises `LoreError` when there is none or it is unfit; HTTP never runs without one."""
+    """The bearer token: from `token_file` when given (its first), else from
+    $LORE_MCP_TOKEN. Raises `LoreError` when there is none or it is unfit; HTTP never
+    runs without one."""
+    return load_tokens(token_file, environ)[0].secret
+
+
+def load_tokens(
+    token_file: Path | None, environ: Mapping[str, str] = os.environ
+) -> tuple[Token, ...]:
+    """The bearer tokens and their reach: the lines of `token_file` when given (see
+    `parse_tokens`), else $LORE_MCP_TOKEN, which reaches everything."""
     if token_file is not None:
-        return check_token(_read_token_file(token_file), f"the token file {token_file}")
+        return parse_tokens(_read_token_file(token_file), f"the token file {token_file}")
     raw = environ.get(TOKEN_ENV, "")
     if not raw.strip():
         raise LoreError(
@@ -105,7 +135,51 @@ def load_token(token_file: Path | None, environ: Mapping[str, str] = os.environ)
             f"pass --token-file FILE (at least {MIN_TOKEN_CHARS} characters; make one with "
             f"{MAKE_TOKEN}). There is no open mode."
         )
-    return check_token(raw.strip(), f"${TOKEN_ENV}")
+    return (Token(check_token(raw.strip(), f"${TOKEN_ENV}"), Grant(label="token")),)
+
+
+ROLES = ("reader", "writer")
+
+
+def parse_tokens(text: str, source: str) -> tuple[Token, ...]:
+    """One token a line, `TOKEN [label=NAME] [vaults=a,b] [role=reader|writer]`; blank
+    lines and `#` comments are skipped. A token without `vaults` reaches every vault,
+    without `role` it writes; its label (for the audit log) is `label`, else `token`
+    for a file of one token and `line-N` for the token on line N of several."""
+    lines = [
+        (number, line.split())
+        for number, line in enumerate(text.splitlines(), 1)
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    tokens = []
+    for number, (secret, *settings) in lines:
+        where = f"{source}, line {number}"
+        options: dict[str, str] = {}
+        for setting in settings:
+            key, equals, value = setting.partition("=")
+            if not equals or key not in ("label", "vaults", "role") or not value:
+                raise LoreError(
+                    f"In {where}: {setting!r} is not label=NAME, vaults=NAME,NAME or "
+                    "role=reader|writer."
+                )
+            options[key] = value
+        if options.get("role", "writer") not in ROLES:
+            raise LoreError(f"In {where}: the role is reader or writer, not {options['role']!r}.")
+        try:
+            vaults = options.get("vaults")
+            reach = None if vaults is None else frozenset(map(check_name, vaults.split(",")))
+        except LoreError as exc:
+            raise LoreError(f"In {where}: {exc}") from None
+        label = options.get("label") or ("token" if len(lines) == 1 else f"line-{number}")
+        role: Role = "reader" if options.get("role") == "reader" else "writer"
+        tokens.append(Token(check_token(secret, where), Grant(label, reach, role)))
+    if not tokens:
+        raise LoreError(f"{source} holds no token; write one a line ({MAKE_TOKEN}).")
+    if len({t.secret for t in tokens}) < len(tokens) or len({t.grant.label for t in tokens}) < len(
+        tokens
+    ):
+        raise LoreError(f"{source} lists a token or a label twice; give each its own.")
+    return tuple(tokens)
 
 
 def check_token(token: str, source: str) -> str:
@@ -222,35 +296,58 @@ class RefusalLog:
 
 
 class BearerAuth:
-    """Pure ASGI middleware: an HTTP request reaches `app` only with the right bearer token.
+    """Pure ASGI middleware: an HTTP request reaches `app` only with a right bearer token.
 
     Everything else (no header, another scheme, a wrong or malformed token, the header
     twice) gets 401 with `WWW-Authenticate: Bearer` and never touches the app. Refusals
-    are logged as `refusals` bounds them."""
+    are logged as `refusals` bounds them. A request let through carries its token's
+    `Grant` in its scope (`tools.GRANT_SCOPE_KEY`), and the token's label as the SDK's
+    authenticated user, so that a session answers only the token that opened it."""
 
-    def __init__(self, app: ASGIApp, token: str, refusals: RefusalLog | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str | Sequence[Token], refusals: RefusalLog | None = None
+    ) -> None:
         self.app = app
         self.refusals = refusals or RefusalLog()
+        tokens = [Token(token)] if isinstance(token, str) else list(token)
+        if not tokens:
+            raise LoreError("HTTP serving needs at least one bearer token.")
         # Digests of equal length, so the comparison does not even reveal the token's length.
-        self._digest = _digest(check_token(token, "the server's settings").encode("ascii"))
+        self._tokens = [
+            (_digest(check_token(t.secret, "the server's settings").encode("ascii")), t.grant)
+            for t in tokens
+        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
-        if kind == "lifespan" or (kind == "http" and self._authorised(scope["headers"])):
+        grant = self._authorised(scope["headers"]) if kind == "http" else None
+        if kind == "lifespan":
+            await self.app(scope, receive, send)
+        elif grant is not None:
+            scope[GRANT_SCOPE_KEY] = grant
+            label = grant.label or "token"
+            scope["user"] = AuthenticatedUser(
+                AccessToken(token=label, client_id=label, scopes=[grant.role])
+            )
             await self.app(scope, receive, send)
         elif kind == "http":
             await self._refuse(scope, send)
         else:  # a websocket (uvicorn runs with ws="none"): nothing here speaks it
             await send({"type": "websocket.close", "code": 1008})
 
-    def _authorised(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    def _authorised(self, headers: Iterable[tuple[bytes, bytes]]) -> Grant | None:
         values = [value for name, value in headers if name == b"authorization"]
         if len(values) != 1:
-            return False
+            return None
         scheme, space, credential = values[0].partition(b" ")
         if scheme.lower() != b"bearer" or not space:
-            return False
-        return hmac.compare_digest(_digest(credential), self._digest)
+            return None
+        digest = _digest(credential)
+        found = None
+        for known, grant in self._tokens:  # every one compared, whichever matches
+            if hmac.compare_digest(digest, known) and found is None:
+                found = grant
+        return found
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
         client = scope.get("client") or ("?", 0)
@@ -337,7 +434,7 @@ def _misread(body: bytes) -> jsonrpc.Reply | None:
 
 def http_app(
     server: MCPServer[Any],
-    token: str,
+    token: str | Sequence[Token],
     host: str = DEFAULT_HOST,
     *,
     session_timeout: float = DEFAULT_SESSION_TIMEOUT,
@@ -345,7 +442,11 @@ def http_app(
     refusals: RefusalLog | None = None,
 ) -> ASGIApp:
     """`server`'s Streamable HTTP app at /mcp, behind the bearer check, with its sessions
-    bounded. Its lifespan runs the server's, so the vault opens and closes with the app."""
+    bounded. Its lifespan runs the server's, so the vault opens and closes with the app.
+    `token` is the one token, or the tokens with what each may reach; a token's vaults
+    must be vaults the server holds."""
+    if isinstance(server, LoreServer) and not isinstance(token, str):
+        token = _within_reach(server, token)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         max_request_body_size=MAX_BODY_BYTES,
@@ -355,6 +456,28 @@ def http_app(
         host=host,
     )
     return BearerAuth(MisreadRequests(app), token, refusals)
+
+
+def _within_reach(server: LoreServer, tokens: Sequence[Token]) -> list[Token]:
+    """`tokens`, their vaults spelt as the server names them. A token for a vault the
+    server does not hold is refused (a typo would lock it out); when some token reaches
+    only some vaults, the vaults are marked guarded."""
+    vaults = server.served.vaults
+    known = {name.lower(): name for name in vaults.names}
+    checked = []
+    for given in tokens:
+        token, reach = given, given.grant.vaults
+        if reach is not None:
+            vaults.guarded = True
+            if unknown := sorted(name for name in reach if name.lower() not in known):
+                raise LoreError(
+                    f"The token {token.grant.label!r} names vaults this server does not "
+                    f"hold: {', '.join(unknown)} (it holds {', '.join(vaults.names)})."
+                )
+            spelt = frozenset(known[name.lower()] for name in reach)
+            token = Token(token.secret, replace(token.grant, vaults=spelt))
+        checked.append(token)
+    return checked
 
 
 def transport_security(host: str) -> TransportSecuritySettings:
@@ -380,7 +503,7 @@ def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
     refusals = RefusalLog()
     app = http_app(
         server,
-        options.token,
+        options.tokens or options.token,
         options.host,
         session_timeout=options.session_timeout,
         max_sessions=options.max_sessions,
