@@ -165,9 +165,7 @@ Version = Annotated[
 ]
 
 
-VaultName = Annotated[
-    str | None, Field(max_length=64, description="Which vault; default: the default vault")
-]
+VaultName = Annotated[str, Field(max_length=64, description="Which vault; empty: the default")]
 
 
 def _limit(what: str) -> Any:
@@ -288,7 +286,7 @@ async def read_page(
     column: Column = 0,
     version: Version = None,
     *,
-    vault: VaultName = None,
+    vault: VaultName = "",
 ) -> Annotated[CallToolResult, PageView]:
     """Read one page of the memory vault: its Markdown, the pages that link to it
     (backlinks), the links it holds, and how many earlier versions the history keeps.
@@ -316,7 +314,7 @@ async def save_page(
     heading: Heading = None,
     expected_hash: ExpectedHash = None,
     version: Version = None,
-    vault: VaultName = None,
+    vault: VaultName = "",
 ) -> Annotated[CallToolResult, SaveResult]:
     """Write a page: create it, change it, fill in a placeholder, or restore a version.
 
@@ -352,7 +350,7 @@ async def save_page(
 
 
 async def delete_page(
-    slug: Name, ctx: Ctx, expected_hash: ExpectedHash = None, vault: VaultName = None
+    slug: Name, ctx: Ctx, expected_hash: ExpectedHash = None, vault: VaultName = ""
 ) -> Annotated[CallToolResult, DeleteResult]:
     """Delete a page. Its last version is kept in the vault's history (`lore restore`
     brings it back). If other pages still link to it, it stays on as a placeholder. The
@@ -372,7 +370,7 @@ async def rename_page(
     new_name: NewName,
     ctx: Ctx,
     expected_hash: ExpectedHash = None,
-    vault: VaultName = None,
+    vault: VaultName = "",
 ) -> Annotated[CallToolResult, RenameResult]:
     """Rename or move a page and rewrite every [[link]] that pointed at it, in every
     page (aliases, headings and embeds are kept). Nothing is lost. The name must match
@@ -401,7 +399,7 @@ async def list_pages(
         Literal["slug", "modified"],
         Field(description="slug: by slug (default); modified: the latest modified first"),
     ] = "slug",
-    vault: VaultName = None,
+    vault: VaultName = "",
 ) -> Annotated[CallToolResult, PageList]:
     """List pages with how many links go out and come in and when each file was last
     modified: by slug, or with sort="modified" the latest first (what changed lately).
@@ -422,7 +420,7 @@ async def search(
         int, Field(ge=0, description="Skip this many of the best limit hits: 0, or next_offset")
     ] = 0,
     *,
-    vault: VaultName = None,
+    vault: VaultName = "",
 ) -> Annotated[CallToolResult, SearchResults]:
     """Full-text search over every page, best match first. A page matches when it holds
     any word of the query (question words, articles and the like aside); pages holding
@@ -442,7 +440,7 @@ async def search_titles(
     limit: Annotated[int, _limit("matches")] = 20,
     offset: Offset = 0,
     *,
-    vault: VaultName = None,
+    vault: VaultName = "",
 ) -> Annotated[CallToolResult, TitleMatches]:
     """Find pages by title or slug: exact matches first, then prefixes, substrings and
     close spellings. Use it to learn what a page is called; placeholders are flagged.
@@ -459,7 +457,7 @@ async def get_backlinks(
     ] = False,
     offset: Offset = 0,
     *,
-    vault: VaultName = None,
+    vault: VaultName = "",
 ) -> Annotated[CallToolResult, Backlinks]:
     """The lines in other pages that link to this page, with line numbers; optionally
     also plain-text mentions of its title that are not links yet (after the links).
@@ -476,7 +474,7 @@ async def get_graph(
     depth: Depth = 1,
     offset: Offset = 0,
     *,
-    vault: VaultName = None,
+    vault: VaultName = "",
 ) -> Annotated[CallToolResult, GraphResult]:
     """The link graph. With a slug: the pages within `depth` links of it (either
     direction, nearest first) and the links between them. Without: the vault's shape -
