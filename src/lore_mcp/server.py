@@ -36,9 +36,10 @@ from mcp.types import (
     ResourceTemplateReference,
     jsonrpc_message_adapter,
 )
+from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
-from lore_mcp import __version__, jsonrpc
+from lore_mcp import __version__, jsonrpc, schemas
 from lore_mcp import vault_ops as engine
 from lore_mcp.config import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from lore_mcp.errors import (
@@ -82,7 +83,19 @@ GUIDE = (
 
 
 class LoreServer(MCPServer[Served]):
-    """MCPServer, with arguments that fail validation answered in plain sentences."""
+    """MCPServer, with arguments that fail validation answered in plain sentences and
+    input schemas listed lean (`schemas`)."""
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [
+            tool.model_copy(
+                update={
+                    "input_schema": schemas.lean(tool.input_schema),
+                    "output_schema": tool.output_schema and schemas.inlined(tool.output_schema),
+                }
+            )
+            for tool in await super().list_tools()
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Served, Any] | None = None
@@ -141,10 +154,12 @@ def build_server(
         instructions=instructions(vault),
         lifespan=_lifespan(Served(vault, max_result_chars), watch),
     )
-    for fn, hints in TOOLS:
-        if hints.read_only_hint or not vault.read_only:
-            description = inspect.cleandoc(fn.__doc__ or "")  # no docstring indentation
-            server.add_tool(fn, title=hints.title, description=description, annotations=hints)
+    for tool in TOOLS:
+        if tool.hints.read_only_hint or not vault.read_only:
+            description = inspect.cleandoc(tool.fn.__doc__ or "")  # no docstring indentation
+            server.add_tool(
+                tool.fn, title=tool.title, description=description, annotations=tool.hints
+            )
     server.resource(
         PAGE_TEMPLATE,
         name="page",
