@@ -38,9 +38,10 @@ from mcp.types import (
     ResourceTemplateReference,
     jsonrpc_message_adapter,
 )
+from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
-from lore_mcp import __version__, jsonrpc
+from lore_mcp import __version__, jsonrpc, schemas
 from lore_mcp import vault_ops as engine
 from lore_mcp.config import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from lore_mcp.errors import (
@@ -85,10 +86,23 @@ GUIDE = (
 
 
 class LoreServer(MCPServer[Served]):
-    """MCPServer, with arguments that fail validation answered in plain sentences.
-    `served` is what its tools reach (the HTTP door marks its vaults guarded)."""
+    """MCPServer, with arguments that fail validation answered in plain sentences and
+    input schemas listed lean (`schemas`). `served` is what its tools reach (the HTTP
+    door marks its vaults guarded)."""
 
     served: Served
+
+    async def list_tools(self) -> list[MCPTool]:
+        one_vault = len(self.served.vaults.names) == 1  # its vault argument says nothing
+        return [
+            tool.model_copy(
+                update={
+                    "input_schema": schemas.lean(tool.input_schema, drop=("vault",) * one_vault),
+                    "output_schema": tool.output_schema and schemas.inlined(tool.output_schema),
+                }
+            )
+            for tool in await super().list_tools()
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Served, Any] | None = None
@@ -158,10 +172,12 @@ def build_server(
     )
     server.served = served
     writable = any(not spec.read_only for spec in vaults.specs())
-    for fn, hints in TOOLS:
-        if hints.read_only_hint or writable:
-            description = inspect.cleandoc(fn.__doc__ or "")  # no docstring indentation
-            server.add_tool(fn, title=hints.title, description=description, annotations=hints)
+    for tool in TOOLS:
+        if tool.hints.read_only_hint or writable:
+            description = inspect.cleandoc(tool.fn.__doc__ or "")  # no docstring indentation
+            server.add_tool(
+                tool.fn, title=tool.title, description=description, annotations=tool.hints
+            )
     server.resource(
         PAGE_TEMPLATE,
         name="page",
