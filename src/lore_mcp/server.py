@@ -284,7 +284,7 @@ def instructions(vaults: Vaults | AppState) -> str:
     wait for that or fail on it."""
     if isinstance(vaults, AppState):
         return _one_vault(vaults)
-    if len(vaults.names) == 1 and vaults.is_open(vaults.default):
+    if len(vaults.names) == 1:  # opened now, as a server of one vault always did
         return _one_vault(vaults.get())
     sizes = vaults.page_counts()
     listed = "; ".join(
