@@ -13,6 +13,7 @@ first index pass) and the median per call to it after that.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -55,7 +56,8 @@ async def measure(roots: list[Path], calls: int) -> dict[str, float]:
     args = ["-m", "lore_mcp", "--no-watch"]
     for name, root in zip(NAMES, roots, strict=False):
         args += ["--vault", f"{name}={root}"]
-    params = StdioServerParameters(command=sys.executable, args=args)
+    # The server runs the lore_mcp this process imports (PYTHONPATH and all).
+    params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
     start = time.perf_counter()
     figures: dict[str, float] = {}
     async with Client(params, mode="legacy") as client:
