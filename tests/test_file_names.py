@@ -109,7 +109,7 @@ async def test_a_restart_serves_the_same_pages(
     before = await ok(client, "list_pages")
     state = vault_ops.open_vault(vault_dir)
     try:
-        assert vault_ops.list_pages(state).model_dump(mode="json") == before
+        assert vault_ops.list_pages(state).model_dump(mode="json") == before | {"vault": None}
         assert vault_ops.doctor(state).unindexed == []
     finally:
         state.close()

@@ -53,7 +53,7 @@ from lore_mcp import jsonrpc
 from lore_mcp.config import MAX_CONTENT_BYTES
 from lore_mcp.errors import LoreError
 from lore_mcp.server import LoreServer
-from lore_mcp.tools import GRANT_SCOPE_KEY
+from lore_mcp.tools import GRANT_SCOPE_KEY, Served
 from lore_mcp.vaults import EVERYTHING, Grant, Role, check_name
 
 log = logging.getLogger(__name__)
@@ -445,8 +445,8 @@ def http_app(
     bounded. Its lifespan runs the server's, so the vault opens and closes with the app.
     `token` is the one token, or the tokens with what each may reach; a token's vaults
     must be vaults the server holds."""
-    if isinstance(server, LoreServer) and not isinstance(token, str):
-        token = _within_reach(server, token)
+    if isinstance(server, LoreServer) and server.served and not isinstance(token, str):
+        token = _within_reach(server.served, token)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         max_request_body_size=MAX_BODY_BYTES,
@@ -458,11 +458,11 @@ def http_app(
     return BearerAuth(MisreadRequests(app), token, refusals)
 
 
-def _within_reach(server: LoreServer, tokens: Sequence[Token]) -> list[Token]:
+def _within_reach(served: Served, tokens: Sequence[Token]) -> list[Token]:
     """`tokens`, their vaults spelt as the server names them. A token for a vault the
     server does not hold is refused (a typo would lock it out); when some token reaches
     only some vaults, the vaults are marked guarded."""
-    vaults = server.served.vaults
+    vaults = served.vaults
     known = {name.lower(): name for name in vaults.names}
     checked = []
     for given in tokens:

@@ -90,10 +90,11 @@ class LoreServer(MCPServer[Served]):
     input schemas listed lean (`schemas`). `served` is what its tools reach (the HTTP
     door marks its vaults guarded)."""
 
-    served: Served
+    served: Served | None = None  # set by build_server
 
     async def list_tools(self) -> list[MCPTool]:
-        one_vault = len(self.served.vaults.names) == 1  # its vault argument says nothing
+        # With one vault, the vault argument says nothing (the tool still takes it).
+        one_vault = self.served is None or len(self.served.vaults.names) == 1
         return [
             tool.model_copy(
                 update={
