@@ -126,6 +126,7 @@ def test_a_token_file_of_several_tokens() -> None:
             parse_tokens(bad, "f")
 
 
+@pytest.mark.slow  # a server process; the tools are tested in memory by default
 @pytest.mark.anyio
 async def test_two_vaults_behind_one_stdio_server(tmp_path: Path) -> None:
     personal, team = tmp_path / "personal", tmp_path / "team"

@@ -67,25 +67,28 @@ async def read_resource(client: Client, uri: str) -> str:
     return content.text
 
 
+@pytest.mark.slow  # a second server process; the reach of a token is tested by default
 async def test_a_reader_token_cannot_write(folders: tuple[Path, Path]) -> None:
     before = files(*folders)
     with anyio.fail_after(60):
-        async with server(folders) as url, connect(url, "legacy", READER) as client:
-            assert "okapi" in (await ok(client, "read_page", slug="Plans"))["content"]
-            team = await ok(client, "read_page", slug="Plans", vault="team")
-            assert "narwhal" in team["content"]
-            for vault in (None, "personal", "team"):
-                named = {} if vault is None else {"vault": vault}
-                for tool, args in (
-                    ("save_page", {"slug": "Plans", "content": "x"}),
-                    ("save_page", {"slug": "New", "content": "x"}),
-                    ("delete_page", {"slug": "Plans"}),
-                    ("rename_page", {"slug": "Plans", "new_name": "Moved"}),
-                ):
-                    assert "may only read" in await fails(client, tool, **args, **named)
-        async with server(folders) as url, connect(url, "legacy", ADMIN) as client:
-            saved = await ok(client, "save_page", slug="Admin", content="a", vault="team")
-            assert saved["vault"] == "team"
+        async with server(folders) as url:
+            async with connect(url, "legacy", READER) as client:
+                assert "okapi" in (await ok(client, "read_page", slug="Plans"))["content"]
+                team = await ok(client, "read_page", slug="Plans", vault="team")
+                assert "narwhal" in team["content"]
+                for vault in (None, "personal", "team"):
+                    named = {} if vault is None else {"vault": vault}
+                    for tool, args in (
+                        ("save_page", {"slug": "Plans", "content": "x"}),
+                        ("save_page", {"slug": "New", "content": "x"}),
+                        ("delete_page", {"slug": "Plans"}),
+                        ("rename_page", {"slug": "Plans", "new_name": "Moved"}),
+                    ):
+                        assert "may only read" in await fails(client, tool, **args, **named)
+            assert files(*folders) == before
+            async with connect(url, "legacy", ADMIN) as client:
+                saved = await ok(client, "save_page", slug="Admin", content="a", vault="team")
+                assert saved["vault"] == "team"
     assert files(*folders) == before | {str(folders[1] / "Admin.md"): b"a"}
     (record,) = audit.read_log(folders[1]).records
     assert record.token == "line-4"  # a token without a label is named by its line
