@@ -17,7 +17,7 @@ from mcp.types import ResourceTemplateReference, TextResourceContents
 from conftest import write
 from helpers import fails, ok
 from lore_mcp import audit
-from test_http import connect, serving
+from test_http import MODERN, connect, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -94,10 +94,11 @@ async def test_a_reader_token_cannot_write(folders: tuple[Path, Path]) -> None:
     assert record.token == "line-4"  # a token without a label is named by its line
 
 
-async def test_a_token_for_one_vault_reaches_no_other(folders: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize("era", ["legacy", pytest.param(MODERN, marks=pytest.mark.slow)])
+async def test_a_token_for_one_vault_reaches_no_other(folders: tuple[Path, Path], era: str) -> None:
     personal, team = folders
     with anyio.fail_after(60):
-        async with server(folders) as url, connect(url, "legacy", TEAM) as client:
+        async with server(folders) as url, connect(url, era, TEAM) as client:
             # No vault named: the first it reaches, not the server's default.
             page = await ok(client, "read_page", slug="Plans")
             assert page["vault"] == "team" and "narwhal" in page["content"]
