@@ -108,7 +108,6 @@ async def test_input_bounds(client: Client) -> None:
     assert "content" not in required["save_page"]
 
 
-
 async def test_instructions_name_the_vault(client: Client) -> None:
     assert client.instructions is not None
     assert "'brain'" in client.instructions
