@@ -33,6 +33,7 @@ from mcp.types import (
     CompletionArgument,
     GetPromptResult,
     InputRequiredResult,
+    JSONRPCNotification,
     JSONRPCRequest,
     PromptReference,
     ResourceTemplateReference,
@@ -55,7 +56,7 @@ from lore_mcp.errors import (
 from lore_mcp.index import is_damage
 from lore_mcp.middleware import Answers, ClientLog
 from lore_mcp.prompts import PROMPT_ARGUMENTS_WITH_PAGES, PROMPTS
-from lore_mcp.stdio import screened_stdio
+from lore_mcp.stdio import Verdict, screened_stdio
 from lore_mcp.tools import TOOLS, Served
 from lore_mcp.vault_ops import AppState
 
@@ -354,23 +355,28 @@ def run_stdio(server: MCPServer[Served], vault: AppState) -> None:
     with the SDK's transport, until stdin closes or SIGTERM or SIGINT asks for a stop.
     Lines the SDK cannot read are answered in front of it (`stdio.screened_stdio`)."""
     try:
-        with screened_stdio(_refusal):
+        with screened_stdio(_screen_line):
             anyio.run(_serve_stdio, server, vault)
     except* BrokenPipeError:  # its lifespan has closed the vault
         log.info("the client closed its end of stdout; stopped serving")
 
 
-def _refusal(line: str) -> str | None:
-    """Why the SDK's stdio transport cannot read `line`, or None when it can: the very
-    parse its reader makes, which drops whatever fails it. A request it reads as
-    something else (a notification when its id is of no valid type) it never answers."""
+def _screen_line(line: str) -> Verdict:
+    """Whether the SDK's stdio transport can read `line` (the very parse its reader
+    makes, which drops whatever fails it), and which request it is or cancels. A request
+    it reads as something else (a notification when its id is of no valid type) it
+    never answers, so that is refused too."""
     try:
         message = jsonrpc_message_adapter.validate_json(line, by_name=False)
     except Exception as exc:
-        return str(exc)
-    if not isinstance(message, JSONRPCRequest) and jsonrpc.is_request(line):
-        return "it has an id and a method but is no valid request"
-    return None
+        return Verdict(refused=str(exc))
+    if isinstance(message, JSONRPCRequest):
+        return Verdict(request=message.id)
+    if jsonrpc.is_request(line):
+        return Verdict(refused="it has an id and a method but is no valid request")
+    if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+        return Verdict(cancels=(message.params or {}).get("requestId"))
+    return Verdict()
 
 
 async def _serve_stdio(server: MCPServer[Served], vault: AppState) -> None:
