@@ -53,8 +53,8 @@ from lore_mcp import jsonrpc
 from lore_mcp.config import MAX_CONTENT_BYTES
 from lore_mcp.errors import LoreError
 from lore_mcp.server import LoreServer
-from lore_mcp.tools import GRANT_SCOPE_KEY, Served
-from lore_mcp.vaults import EVERYTHING, Grant, Role, check_name
+from lore_mcp.tools import Served
+from lore_mcp.vaults import EVERYTHING, GRANT_SCOPE_KEY, Grant, Role, check_name
 
 log = logging.getLogger(__name__)
 
@@ -301,7 +301,7 @@ class BearerAuth:
     Everything else (no header, another scheme, a wrong or malformed token, the header
     twice) gets 401 with `WWW-Authenticate: Bearer` and never touches the app. Refusals
     are logged as `refusals` bounds them. A request let through carries its token's
-    `Grant` in its scope (`tools.GRANT_SCOPE_KEY`), and the token's label as the SDK's
+    `Grant` in its scope (`vaults.GRANT_SCOPE_KEY`), and the token's label as the SDK's
     authenticated user, so that a session answers only the token that opened it."""
 
     def __init__(
@@ -554,7 +554,7 @@ def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    """A socket bound to `host:port` (port 0: a free one), ready for uvicorn to listen on."""
+    """A socket bound to `host:port` (port 0: a free one) and listening, for uvicorn."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host.strip("[]"), port, type=socket.SOCK_STREAM
@@ -565,6 +565,10 @@ def _bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
+        # Listening now, so that a client that connects as soon as the address is
+        # announced waits in the backlog for uvicorn rather than being refused.
+        sock.listen(socket.SOMAXCONN)
+
     except OSError as exc:
         sock.close()
         raise LoreError(

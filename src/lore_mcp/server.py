@@ -20,19 +20,23 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     CallToolResult,
     Completion,
     CompletionArgument,
     GetPromptResult,
     InputRequiredResult,
+    JSONRPCNotification,
     JSONRPCRequest,
     PromptReference,
     ResourceTemplateReference,
@@ -52,10 +56,12 @@ from lore_mcp.errors import (
     UnsafePathError,
 )
 from lore_mcp.index import is_damage
-from lore_mcp.stdio import screened_stdio
-from lore_mcp.tools import TOOLS, Served, _grant
+from lore_mcp.middleware import Answers, ClientLog
+from lore_mcp.prompts import PROMPT_ARGUMENTS_WITH_PAGES, PROMPTS
+from lore_mcp.stdio import Verdict, screened_stdio
+from lore_mcp.tools import TOOLS, Served
 from lore_mcp.vault_ops import AppState
-from lore_mcp.vaults import UnknownVaultError, Vaults
+from lore_mcp.vaults import EVERYTHING, Grant, UnknownVaultError, Vaults, grant_of
 
 log = logging.getLogger(__name__)
 
@@ -164,14 +170,22 @@ def build_server(
             f"{max_result_chars} was asked for."
         )
     served = Served(vaults, max_result_chars)
+    client_log = ClientLog()
     server = LoreServer(
         "lore-mcp",
         title="lore-mcp",
         version=__version__,
         instructions=instructions(vaults),
-        lifespan=_lifespan(served),
+        lifespan=_lifespan(served, client_log),
     )
     server.served = served
+    server.middleware.append(
+        Answers(
+            lambda ctx: instructions(ctx.lifespan_context.vaults, grant_of(ctx.request)),
+            _page_resources,
+            client_log,
+        )
+    )
     writable = any(not spec.read_only for spec in vaults.specs())
     for tool in TOOLS:
         if tool.hints.read_only_hint or writable:
@@ -194,6 +208,9 @@ def build_server(
         description="A page of the vault named, as lore://page/{slug} reads the default's.",
         mime_type="text/markdown",
     )(_page_reader(VAULT_PAGE_TEMPLATE))
+    for prompt, title, writes in PROMPTS:
+        if not (writes and not writable):
+            server.prompt(title=title)(prompt)
     server.completion()(_completer(vaults))  # type: ignore[no-untyped-call]  # the SDK types it not
     return server
 
@@ -202,34 +219,35 @@ MAX_COMPLETIONS = 100  # what completion/complete may answer at once
 
 
 def _completer(vaults: Vaults) -> Callable[..., Any]:
-    """`completion/complete` for the page templates: a `vault` argument completes to
-    the vaults' names; a `slug` to the pages whose name starts with, or holds, what was
-    typed (as search_titles finds them), or the first pages when nothing was typed yet,
-    in the vault the template's `vault` argument names (else the default)."""
+    """`completion/complete` for the page templates and the prompt arguments that name a
+    page: a template's `vault` completes to the vaults' names; a `slug` or a page to the
+    pages whose name starts with, or holds, what was typed (as search_titles finds them),
+    or the first pages when nothing was typed yet, in the vault the template's `vault`
+    names (else the default). No page names when some token reaches only some vaults
+    (completion cannot tell callers apart)."""
 
     async def complete(
         ref: PromptReference | ResourceTemplateReference,
         argument: CompletionArgument,
         context: Any,
     ) -> Completion | None:
-        if not isinstance(ref, ResourceTemplateReference):
+        named = None
+        if isinstance(ref, ResourceTemplateReference):
+            if ref.uri == VAULT_PAGE_TEMPLATE and argument.name == "vault":
+                typed = argument.value.strip().lower()
+                return Completion(values=[n for n in vaults.names if n.lower().startswith(typed)])
+            if ref.uri not in (PAGE_TEMPLATE, VAULT_PAGE_TEMPLATE) or argument.name != "slug":
+                return None
+            if ref.uri == VAULT_PAGE_TEMPLATE:
+                named = (getattr(context, "arguments", None) or {}).get("vault")
+        elif (ref.name, argument.name) not in PROMPT_ARGUMENTS_WITH_PAGES:
             return None
-        if ref.uri not in (PAGE_TEMPLATE, VAULT_PAGE_TEMPLATE):
-            return None
-        if argument.name == "vault" and ref.uri == VAULT_PAGE_TEMPLATE:
-            typed = argument.value.strip().lower()
-            return Completion(values=[n for n in vaults.names if n.lower().startswith(typed)])
-        if argument.name != "slug" or vaults.guarded:  # no page names past a token's reach
+        if vaults.guarded:
             return None
         typed = argument.value.strip()
-        given = getattr(context, "arguments", None) or {}
-        named = given.get("vault") if ref.uri == VAULT_PAGE_TEMPLATE else None
-        try:
-            vault = await anyio.to_thread.run_sync(vaults.get, named)
-        except LoreError:
-            return Completion(values=[])
 
         def names() -> tuple[list[str], int]:
+            vault = vaults.get(named)
             if not typed:
                 listed = engine.list_pages(vault, limit=MAX_COMPLETIONS)
                 return [page.slug for page in listed.pages], listed.total
@@ -245,6 +263,51 @@ def _completer(vaults: Vaults) -> Callable[..., Any]:
     return complete
 
 
+RESOURCES_PER_PAGE = 200  # pages in one resources/list answer; the cursor reads on
+
+
+async def _page_resources(
+    ctx: ServerRequestContext[Served, Any], cursor: str | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The default vault's pages as resources (`lore://page/...`, by slug), a page of
+    them from `cursor` (where the last answer stopped), and the cursor that reads on, if
+    any. The default vault is the caller's: the first its token reaches, over HTTP."""
+    try:
+        offset = int(cursor or 0)
+    except ValueError:
+        offset = -1
+    if offset < 0 or (cursor is not None and str(offset) != cursor):
+        raise MCPError(INVALID_PARAMS, f"Invalid cursor {cursor!r}: pass a nextCursor back")
+    vaults = ctx.lifespan_context.vaults
+    try:
+        name = vaults.spec(None, grant_of(ctx.request)).name
+        vault = await anyio.to_thread.run_sync(vaults.get, name)
+    except LoreError as exc:
+        raise MCPError(INTERNAL_ERROR, str(exc)) from exc
+    await anyio.to_thread.run_sync(vault.ready.wait, abandon_on_cancel=True)
+    try:
+        listed = await anyio.to_thread.run_sync(
+            lambda: engine.list_pages(vault, offset=offset, limit=RESOURCES_PER_PAGE)
+        )
+    except LoreError as exc:
+        raise MCPError(INTERNAL_ERROR, str(exc)) from exc
+    resources = [
+        {
+            "uri": page_uri(page.slug),
+            "name": page.slug,
+            "title": page.title,
+            "mimeType": "text/markdown",
+        }
+        for page in listed.pages
+    ]
+    return resources, None if listed.next_offset is None else str(listed.next_offset)
+
+
+def page_uri(slug: str) -> str:
+    """The resource URI of the page `slug` names (`PAGE_TEMPLATE`)."""
+    return PAGE_TEMPLATE.replace("{+slug}", quote(slug, safe="/"))
+
+
 def _page_reader(template: str | None) -> Callable[..., Any]:
     """The reader of a page template: of the default vault (`template` None), or of
     the one its `vault` argument names; either only as far as the caller's grant
@@ -253,7 +316,7 @@ def _page_reader(template: str | None) -> Callable[..., Any]:
     def read(ctx: Context[Served, Any], name: str | None, slug: str) -> str:
         vaults = ctx.request_context.lifespan_context.vaults
         try:
-            spec = vaults.spec(name, _grant(ctx))
+            spec = vaults.spec(name, grant_of(ctx.request_context.request))
             view = engine.read_page(vaults.get(spec.name), slug)
         except (PageNotFoundError, InvalidNameError, UnsafePathError, UnknownVaultError) as exc:
             raise ResourceNotFoundError(str(exc)) from exc
@@ -278,28 +341,32 @@ def _page_reader(template: str | None) -> Callable[..., Any]:
     return vault_page
 
 
-def instructions(vaults: Vaults | AppState) -> str:
+def instructions(vaults: Vaults | AppState, grant: Grant = EVERYTHING) -> str:
     """Which vault, how many pages (as far as the index already knows), and the tools;
-    with several vaults, each by name with its size, and which is the default. A damaged
-    index leaves the count out: the first index pass rebuilds it, and start-up must not
-    wait for that or fail on it."""
+    with several vaults, each by name with its size (those `grant` reaches), and which
+    is the default. A damaged index leaves the count out: the first index pass rebuilds
+    it, and start-up must not wait for that or fail on it."""
     if isinstance(vaults, AppState):
         return _one_vault(vaults)
+    reached = [spec for spec in vaults.specs() if grant.reaches(spec.name)]
     if len(vaults.names) == 1:  # opened now, as a server of one vault always did
         return _one_vault(vaults.get())
+    if not reached:
+        return "This server holds no memory vault this token may reach."
+    default = vaults.spec(None, grant).name
     sizes = vaults.page_counts()
     listed = "; ".join(
         f"{spec.name!r} ({sizes[spec.name]}"
-        + (", default" if spec.name == vaults.default else "")
+        + (", default" if spec.name == default else "")
         + (", read-only" if spec.read_only else "")
         + ")"
-        for spec in vaults.specs()
+        for spec in reached
     )
-    read_only = all(spec.read_only for spec in vaults.specs())
+    read_only = grant.role != "writer" or all(spec.read_only for spec in reached)
     guide = READ_ONLY_GUIDE if read_only else GUIDE
     return (
-        f"This server holds {len(vaults.names)} memory vaults: {listed}. Every tool takes "
-        f"vault=NAME; without it a call goes to {vaults.default!r}. Results say which "
+        f"This server holds {len(reached)} memory vaults: {listed}. Every tool takes "
+        f"vault=NAME; without it a call goes to {default!r}. Results say which "
         f"vault they came from. {guide}"
     )
 
@@ -321,13 +388,18 @@ def _one_vault(vault: AppState) -> str:
     return f"This is the memory vault {vault.root.name!r} ({size}). {guide}"
 
 
-def _lifespan(served: Served) -> Callable[[MCPServer[Served]], AbstractAsyncContextManager[Served]]:
+def _lifespan(
+    served: Served, client_log: ClientLog
+) -> Callable[[MCPServer[Served]], AbstractAsyncContextManager[Served]]:
     @asynccontextmanager
     async def lifespan(_: MCPServer[Served]) -> AsyncIterator[Served]:
+        logging.getLogger("lore_mcp").addHandler(client_log)
         await anyio.to_thread.run_sync(served.vaults.start)
         try:
             yield served
         finally:
+            logging.getLogger("lore_mcp").removeHandler(client_log)
+            client_log.close()
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(_shut_down, served.vaults)
 
@@ -339,23 +411,28 @@ def run_stdio(server: MCPServer[Served], vault: Vaults | AppState) -> None:
     with the SDK's transport, until stdin closes or SIGTERM or SIGINT asks for a stop.
     Lines the SDK cannot read are answered in front of it (`stdio.screened_stdio`)."""
     try:
-        with screened_stdio(_refusal):
+        with screened_stdio(_screen_line):
             anyio.run(_serve_stdio, server, vault)
     except* BrokenPipeError:  # its lifespan has closed the vault
         log.info("the client closed its end of stdout; stopped serving")
 
 
-def _refusal(line: str) -> str | None:
-    """Why the SDK's stdio transport cannot read `line`, or None when it can: the very
-    parse its reader makes, which drops whatever fails it. A request it reads as
-    something else (a notification when its id is of no valid type) it never answers."""
+def _screen_line(line: str) -> Verdict:
+    """Whether the SDK's stdio transport can read `line` (the very parse its reader
+    makes, which drops whatever fails it), and which request it is or cancels. A request
+    it reads as something else (a notification when its id is of no valid type) it
+    never answers, so that is refused too."""
     try:
         message = jsonrpc_message_adapter.validate_json(line, by_name=False)
     except Exception as exc:
-        return str(exc)
-    if not isinstance(message, JSONRPCRequest) and jsonrpc.is_request(line):
-        return "it has an id and a method but is no valid request"
-    return None
+        return Verdict(refused=str(exc))
+    if isinstance(message, JSONRPCRequest):
+        return Verdict(request=message.id)
+    if jsonrpc.is_request(line):
+        return Verdict(refused="it has an id and a method but is no valid request")
+    if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+        return Verdict(cancels=(message.params or {}).get("requestId"))
+    return Verdict()
 
 
 async def _serve_stdio(server: MCPServer[Served], vault: Vaults | AppState) -> None:

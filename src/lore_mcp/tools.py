@@ -59,7 +59,7 @@ from lore_mcp.schemas import (
     limit_of,
 )
 from lore_mcp.vault_ops import AppState
-from lore_mcp.vaults import EVERYTHING, Grant, Vaults, VaultSpec
+from lore_mcp.vaults import Grant, Vaults, VaultSpec, grant_of
 
 log = logging.getLogger(__name__)
 
@@ -132,21 +132,9 @@ def _reached(vaults: Vaults, grant: Grant, name: str | None, writes: bool) -> Va
     return spec
 
 
-GRANT_SCOPE_KEY = "lore.grant"  # where the HTTP door's bearer check leaves a token's grant
-
-
 def _grant(ctx: Ctx) -> Grant:
-    """What the caller may reach. On stdio (and in memory) the parent process owns the
-    pipes: everything. Over HTTP, what the bearer check found the token may reach (see
-    `http.BearerAuth`), never anything the request says; a request that came by HTTP
-    without it reaches nothing."""
-    request = ctx.request_context.request
-    scope = getattr(request, "scope", None)
-    if isinstance(scope, dict) and isinstance(grant := scope.get(GRANT_SCOPE_KEY), Grant):
-        return grant
-    if ctx.headers is None:
-        return EVERYTHING
-    return Grant(label="none", vaults=frozenset(), role="reader")
+    """What the caller may reach (see `vaults.grant_of`)."""
+    return grant_of(ctx.request_context.request)
 
 
 async def _wait_for_index(ctx: Ctx, vault: AppState) -> None:

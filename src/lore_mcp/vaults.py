@@ -89,6 +89,20 @@ class Grant:
 
 
 EVERYTHING = Grant()
+NOTHING = Grant(label="none", vaults=frozenset(), role="reader")
+GRANT_SCOPE_KEY = "lore.grant"  # where the HTTP door's bearer check leaves a token's grant
+
+
+def grant_of(request: object) -> Grant:
+    """What the caller of a request may reach, from the transport's request object. On
+    stdio (and in memory: no request, no headers) the parent process owns the pipes:
+    everything. Over HTTP, what the bearer check found the token may reach (see
+    `http.BearerAuth`), never anything the request says; an HTTP request without it
+    reaches nothing."""
+    scope = getattr(request, "scope", None)
+    if isinstance(scope, dict) and isinstance(grant := scope.get(GRANT_SCOPE_KEY), Grant):
+        return grant
+    return EVERYTHING if getattr(request, "headers", None) is None else NOTHING
 
 
 def checked(specs: Iterable[VaultSpec]) -> list[VaultSpec]:
