@@ -99,6 +99,10 @@ async def test_a_token_for_one_vault_reaches_no_other(folders: tuple[Path, Path]
     personal, team = folders
     with anyio.fail_after(60):
         async with server(folders) as url, connect(url, era, TEAM) as client:
+            said = client.instructions or ""  # this session's: only what the token reaches
+            assert "'team' (" in said and "personal" not in said
+            listed = await client.list_resources()
+            assert [str(r.uri) for r in listed.resources] == ["lore://page/plans"]
             # No vault named: the first it reaches, not the server's default.
             page = await ok(client, "read_page", slug="Plans")
             assert page["vault"] == "team" and "narwhal" in page["content"]

@@ -365,7 +365,8 @@ def instructions(vaults: Vaults | AppState, grant: Grant = EVERYTHING) -> str:
     read_only = grant.role != "writer" or all(spec.read_only for spec in reached)
     guide = READ_ONLY_GUIDE if read_only else GUIDE
     return (
-        f"This server holds {len(reached)} memory vaults: {listed}. Every tool takes "
+        f"This server holds {len(reached)} memory vault{'s' * (len(reached) > 1)}: {listed}. "
+        "Every tool takes "
         f"vault=NAME; without it a call goes to {default!r}. Results say which "
         f"vault they came from. {guide}"
     )
