@@ -80,11 +80,6 @@ class Served:
     max_result_chars: int
     stdio_session: str = field(default_factory=lambda: uuid.uuid4().hex)
 
-    @property
-    def vault(self) -> AppState:
-        """The default vault (opened now if it was not yet)."""
-        return self.vaults.get()
-
 
 Ctx = Context[Served, Any]
 
