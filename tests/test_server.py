@@ -102,10 +102,12 @@ async def test_input_bounds(client: Client) -> None:
         3,
     )
     assert tools["list_pages"]["offset"]["minimum"] == 0
-    assert tools["read_page"]["slug"]["maxLength"] == 1000
     content = tools["save_page"]["content"]  # a string, or left out for a restore
-    assert (content["type"], content["maxLength"]) == ("string", 1024 * 1024)
+    assert content["type"] == "string" and "1 MiB" in content["description"]
     assert "content" not in required["save_page"]
+    # String lengths are not listed, but still checked, with a sentence that says so.
+    long = await client.call_tool("read_page", {"slug": "x" * 1001})
+    assert long.is_error and "at most 1000 characters" in text(long)
 
 
 async def test_instructions_name_the_vault(client: Client) -> None:

@@ -9,9 +9,11 @@ from pathlib import Path
 import jsonschema  # no stubs (see pyproject.toml); the SDK depends on it
 import pytest
 from mcp import Client
+from mcp.types import Tool
 
 from lore_mcp import vault_ops
 from lore_mcp.server import build_server
+from lore_mcp.vaults import Vaults, VaultSpec
 
 pytestmark = pytest.mark.anyio
 
@@ -20,14 +22,29 @@ pytestmark = pytest.mark.anyio
 MAX_TOOLS_LIST_CHARS = 15_000
 
 
+def listed_chars(tools: list[Tool]) -> int:
+    return len(
+        json.dumps(
+            [t.model_dump(exclude_none=True, by_alias=True) for t in tools], separators=(",", ":")
+        )
+    )
+
+
+async def test_several_vaults_list_the_vault_argument_within_the_limit(tmp_path: Path) -> None:
+    specs = [VaultSpec(name, tmp_path / name) for name in ("personal", "team")]
+    for spec in specs:
+        spec.root.mkdir()
+    async with Client(build_server(Vaults(specs))) as client:
+        tools = (await client.list_tools()).tools
+        assert all("vault" in t.input_schema["properties"] for t in tools)
+        assert listed_chars(tools) < MAX_TOOLS_LIST_CHARS
+
+
 async def test_tools_list_is_lean_and_still_validates(brain_dir: Path) -> None:
     async with Client(build_server(vault_ops.open_vault(brain_dir, scan=False))) as client:
         tools = (await client.list_tools()).tools
-        listed = json.dumps(
-            [t.model_dump(exclude_none=True, by_alias=True) for t in tools], separators=(",", ":")
-        )
+        assert listed_chars(tools) < MAX_TOOLS_LIST_CHARS
 
-        assert len(listed) < MAX_TOOLS_LIST_CHARS
         for tool in tools:
             assert tool.description is not None
             assert "\n    " not in tool.description  # no docstring indentation

@@ -15,8 +15,10 @@ from lore_mcp.edits import Mode
 
 def lean(schema: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
     """A tool's input schema as `tools/list` shows it: without the titles pydantic gives
-    the arguments and their model (the names say it), and an optional `X or null` as X
-    with its limits (leaving it out is how to send none). The tool still takes null.
+    the arguments and their model (the names say it), without the length limits of
+    strings (no name or text an agent writes comes near them; the tool still checks
+    them and says so), and an optional `X or null` as X with its limits (leaving it out
+    is how to send none). The tool still takes null.
     The optional arguments `drop` names are not shown (a server of one vault does not
     show `vault`); the tool still takes them."""
     properties = {
@@ -30,7 +32,7 @@ def lean(schema: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def _lean_argument(schema: dict[str, Any]) -> dict[str, Any]:
-    kept = {key: value for key, value in schema.items() if key != "title"}
+    kept = {key: value for key, value in schema.items() if key not in _UNSHOWN}
     either = kept.get("anyOf")
     if (
         kept.get("default", ...) is None
@@ -41,14 +43,15 @@ def _lean_argument(schema: dict[str, Any]) -> dict[str, Any]:
         (other,) = (t for t in either if t != {"type": "null"})
         if isinstance(other.get("type"), str) and not {"anyOf", "$ref", "enum"} & set(other):
             del kept["anyOf"], kept["default"]
-            kept |= other
+            kept |= {key: value for key, value in other.items() if key not in _UNSHOWN}
     return kept
 
 
+_UNSHOWN = frozenset({"title", "minLength", "maxLength"})
+
+
 # The vault a call reaches (see `vaults`); one short description, on every tool.
-VaultName = Annotated[
-    str | None, Field(max_length=64, description="Vault name (default: the first)")
-]
+VaultName = Annotated[str | None, Field(max_length=64, description="Vault (default: the first)")]
 Name = Annotated[
     str,
     Field(

@@ -187,10 +187,9 @@ async def read_page(
     *,
     vault: VaultName = None,
 ) -> Annotated[CallToolResult, PageView]:
-    """Read a page: its Markdown, backlinks, links and kept_versions (history). A
-    placeholder (linked, not written yet) reads as empty. An unknown name fails with the
-    closest slugs; an ambiguous one lists the others. A long page comes in parts: call
-    again with next_offset and next_column. version=N reads kept version N instead."""
+    """Read a page: its Markdown, backlinks, links and kept_versions. A placeholder
+    (linked, not written yet) reads as empty. An unknown name fails with the closest slugs.
+    A long page comes in parts (next_offset, next_column). version=N reads kept version N."""
     view = await _call(
         ctx, vault, lambda v: engine.read_page_or_version(v, slug, offset, column, version)
     )
@@ -209,14 +208,11 @@ async def save_page(
     version: RestoreVersion = None,
     vault: VaultName = None,
 ) -> Annotated[CallToolResult, SaveResult]:
-    """Write a page: create, change, fill a placeholder, or restore.
-
-    mode replace (default, the only idempotent one) sends the whole page; append, prepend,
-    edit (old_text becomes content) and section (the body under heading becomes content)
-    change part of it, safer for long pages; restore puts back kept version `version` (1
-    undoes the last change). A bare name writes that page in any folder, else creates it at
-    the top; a path ('notes/Idea') is exactly that file. Links, search and graph update in
-    the same call."""
+    """Write a page. mode replace (default, the only idempotent one) sends it whole;
+    append, prepend, edit (old_text becomes content) and section (the body under heading
+    becomes content) change part of it; restore puts back kept version `version` (1 undoes
+    the last change). A bare name writes that page in any folder, else creates it at the
+    top; a path ('notes/Idea') is exactly that file. Links, search and graph update at once."""
     door = _door(ctx)
     saved = await _call(
         ctx,
