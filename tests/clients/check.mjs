@@ -1,7 +1,8 @@
 // lore-mcp through the TypeScript MCP SDK client (the one Claude Code is built on), over
 // stdio and over Streamable HTTP. The client validates every structured tool result
 // against the tool's output schema; this script calls every tool, reads resources and
-// their template, gets both prompts, asks for completions and sets the log level.
+// their templates, gets both prompts, asks for completions and sets the log level; then
+// a server of two vaults, through the vault argument.
 //
 //   npm install --prefix tests/clients && node tests/clients/check.mjs [LORE_MCP]
 //
@@ -9,7 +10,8 @@
 // copy of brain/. Prints one line per check; exits 1 if any failed.
 
 import { spawn } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -103,9 +105,13 @@ async function exercise(client, transport) {
   });
   await check(t, "resources/templates/list and a template read", async () => {
     const { resourceTemplates } = await client.listResourceTemplates();
-    expect(resourceTemplates.length === 1, `${resourceTemplates.length} templates`);
+    const uris = resourceTemplates.map((r) => r.uriTemplate).sort();
+    expect(uris.join(" ") === "lore://page/{+slug} lore://{vault}/page/{+slug}", uris.join(" "));
     const read = await client.readResource({ uri: "lore://page/concepts/slugs" });
     expect(read.contents[0].mimeType === "text/markdown", read.contents[0].mimeType);
+    const named = await client.readResource({ uri: "lore://brain/page/concepts/slugs" });
+    expect(named.contents[0].text === read.contents[0].text, "the vault's URI reads another text");
+
   });
   await check(t, "prompts/list", async () => {
     const { prompts } = await client.listPrompts();
@@ -137,6 +143,43 @@ async function overStdio() {
   try {
     await client.connect(new StdioClientTransport({ command: COMMAND, args: ["--vault", vault, "--no-watch"], stderr: "ignore" }));
     await exercise(client, "stdio");
+  } finally {
+    await client.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function twoVaults() {
+  const { dir, vault } = vaultCopy();
+  const client = new Client({ name: "lore-ts-check", version: "1.0.0" });
+  const t = "2 vaults";
+  try {
+    const args = ["--vault", `brain=${vault}`, "--vault", `scratch=${join(dir, "scratch")}`, "--no-watch"];
+    mkdirSync(join(dir, "scratch"));
+    await client.connect(new StdioClientTransport({ command: COMMAND, args, stderr: "ignore" }));
+    await check(t, "tools/list lists the vault argument", async () => {
+      const { tools } = await client.listTools();
+      expect(tools.every((tool) => "vault" in tool.inputSchema.properties), "no vault argument");
+      return `${JSON.stringify(tools).length} characters`;
+    });
+    await check(t, "save_page in the second vault", async () => {
+      const saved = (await call(client, "save_page", { slug: "Index", content: "# Scratch\n", vault: "scratch" })).structuredContent;
+      expect(saved.vault === "scratch" && saved.created, JSON.stringify(saved));
+    });
+    await check(t, "read_page reaches only the vault asked for", async () => {
+      const first = (await call(client, "read_page", { slug: "Index" })).structuredContent;
+      const second = (await call(client, "read_page", { slug: "Index", vault: "scratch" })).structuredContent;
+      expect(first.vault === "brain" && second.content === "# Scratch\n", `${first.vault} ${second.content}`);
+    });
+    await check(t, "get_graph names the other vault", async () => {
+      const shape = (await call(client, "get_graph", { vault: "scratch" })).structuredContent;
+      expect(shape.other_vaults.includes("brain"), JSON.stringify(shape.other_vaults));
+    });
+    await check(t, "an unknown vault is refused", () => call(client, "search", { query: "x", vault: "nope" }, { error: true }));
+    await check(t, "search and search_titles in the second vault", async () => {
+      await call(client, "search", { query: "scratch", vault: "scratch" });
+      await call(client, "search_titles", { query: "index", vault: "scratch" });
+    });
   } finally {
     await client.close();
     rmSync(dir, { recursive: true, force: true });
@@ -186,6 +229,7 @@ async function overHttp() {
 }
 
 await overStdio();
+await twoVaults();
 await overHttp();
 console.log(failures ? `${failures} checks failed` : "every check passed");
 process.exit(failures ? 1 : 0);
