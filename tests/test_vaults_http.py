@@ -125,7 +125,18 @@ async def test_a_token_for_one_vault_reaches_no_other(folders: tuple[Path, Path]
                 ResourceTemplateReference(type="ref/resource", uri="lore://page/{+slug}"),
                 {"name": "slug", "value": "P"},
             )
-            assert completed.completion.values == []  # no page names past a token's reach
+            assert completed.completion.values == ["plans"]  # the team's page
+            in_vault = ResourceTemplateReference(
+                type="ref/resource", uri="lore://{vault}/page/{+slug}"
+            )
+            for vault, found in (("team", ["plans"]), ("personal", [])):
+                named = await client.complete(
+                    in_vault, {"name": "slug", "value": "P"}, {"vault": vault}
+                )
+                assert named.completion.values == found  # never past the token's reach
+            vault_names = await client.complete(in_vault, {"name": "vault", "value": ""})
+            assert vault_names.completion.values == ["team"]
+
             saved = await ok(client, "save_page", slug="Ours", content="team work")
             assert saved["vault"] == "team"
     assert (team / "Ours.md").read_text() == "team work"

@@ -460,15 +460,13 @@ def http_app(
 
 def _within_reach(served: Served, tokens: Sequence[Token]) -> list[Token]:
     """`tokens`, their vaults spelt as the server names them. A token for a vault the
-    server does not hold is refused (a typo would lock it out); when some token reaches
-    only some vaults, the vaults are marked guarded."""
+    server does not hold is refused (a typo would lock it out)."""
     vaults = served.vaults
     known = {name.lower(): name for name in vaults.names}
     checked = []
     for given in tokens:
         token, reach = given, given.grant.vaults
         if reach is not None:
-            vaults.guarded = True
             if unknown := sorted(name for name in reach if name.lower() not in known):
                 raise LoreError(
                     f"The token {token.grant.label!r} names vaults this server does not "

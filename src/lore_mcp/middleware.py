@@ -8,6 +8,8 @@
   sets the client's threshold: from then on the server's log records at or above it
   reach the client as `notifications/message`, through `ClientLog`.
 - `resources/list` lists the vault's pages, a page of them at a time, with a cursor.
+- `REQUEST` holds the transport's request while a handler runs, for the handlers the SDK
+  does not hand it (completion), so they too answer only what the caller may reach.
 
 The vault-specific parts come in as functions, so this module knows the protocol only.
 """
@@ -18,6 +20,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +45,7 @@ LEVELS: dict[str, int] = {
     "alert": logging.CRITICAL + 10,
     "emergency": logging.CRITICAL + 20,
 }
+REQUEST: ContextVar[object | None] = ContextVar("lore_request", default=None)
 MAX_LISTENERS = 64  # sessions that asked for log messages; the oldest is dropped after
 
 # (the request's context: its lifespan state, its transport request) -> the instructions now
@@ -148,7 +152,11 @@ class Answers:
         handshake = ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
         if ctx.method == "logging/setLevel" and handshake:
             return self._set_level(ctx)
-        result = await call_next(ctx)
+        request = REQUEST.set(ctx.request)
+        try:
+            result = await call_next(ctx)
+        finally:
+            REQUEST.reset(request)
         if not isinstance(result, dict):
             return result
         if ctx.method in ("initialize", "server/discover"):

@@ -56,7 +56,7 @@ from lore_mcp.errors import (
     UnsafePathError,
 )
 from lore_mcp.index import is_damage
-from lore_mcp.middleware import Answers, ClientLog
+from lore_mcp.middleware import REQUEST, Answers, ClientLog
 from lore_mcp.prompts import PROMPT_ARGUMENTS_WITH_PAGES, PROMPTS
 from lore_mcp.stdio import Verdict, screened_stdio
 from lore_mcp.tools import TOOLS, Served
@@ -93,8 +93,7 @@ GUIDE = (
 
 class LoreServer(MCPServer[Served]):
     """MCPServer, with arguments that fail validation answered in plain sentences and
-    input schemas listed lean (`schemas`). `served` is what its tools reach (the HTTP
-    door marks its vaults guarded)."""
+    input schemas listed lean (`schemas`). `served` is what its tools reach."""
 
     served: Served | None = None  # set by build_server
 
@@ -223,8 +222,8 @@ def _completer(vaults: Vaults) -> Callable[..., Any]:
     page: a template's `vault` completes to the vaults' names; a `slug` or a page to the
     pages whose name starts with, or holds, what was typed (as search_titles finds them),
     or the first pages when nothing was typed yet, in the vault the template's `vault`
-    names (else the default). No page names when some token reaches only some vaults
-    (completion cannot tell callers apart)."""
+    names (else the default). Only vaults the caller may reach: the SDK does not hand
+    the handler its request, so the middleware keeps it (`middleware.REQUEST`)."""
 
     async def complete(
         ref: PromptReference | ResourceTemplateReference,
@@ -232,22 +231,22 @@ def _completer(vaults: Vaults) -> Callable[..., Any]:
         context: Any,
     ) -> Completion | None:
         named = None
+        grant = grant_of(REQUEST.get())
         if isinstance(ref, ResourceTemplateReference):
             if ref.uri == VAULT_PAGE_TEMPLATE and argument.name == "vault":
                 typed = argument.value.strip().lower()
-                return Completion(values=[n for n in vaults.names if n.lower().startswith(typed)])
+                reachable = vaults.reachable(grant)
+                return Completion(values=[n for n in reachable if n.lower().startswith(typed)])
             if ref.uri not in (PAGE_TEMPLATE, VAULT_PAGE_TEMPLATE) or argument.name != "slug":
                 return None
             if ref.uri == VAULT_PAGE_TEMPLATE:
                 named = (getattr(context, "arguments", None) or {}).get("vault")
         elif (ref.name, argument.name) not in PROMPT_ARGUMENTS_WITH_PAGES:
             return None
-        if vaults.guarded:
-            return None
         typed = argument.value.strip()
 
         def names() -> tuple[list[str], int]:
-            vault = vaults.get(named)
+            vault = vaults.get(vaults.spec(named, grant).name)
             if not typed:
                 listed = engine.list_pages(vault, limit=MAX_COMPLETIONS)
                 return [page.slug for page in listed.pages], listed.total
@@ -256,8 +255,9 @@ def _completer(vaults: Vaults) -> Callable[..., Any]:
 
         try:
             values, total = await anyio.to_thread.run_sync(names)
-        except LoreError:
+        except LoreError:  # a vault unknown to the caller, or one that fails to open
             return Completion(values=[])
+
         return Completion(values=values, total=total, has_more=total > len(values))
 
     return complete

@@ -149,9 +149,6 @@ class Vaults:
         self.watch = watch
         self.readers = readers
         self.closed = threading.Event()  # set once every opened vault is closed
-        # Some caller reaches only some vaults (an HTTP token): nothing that cannot
-        # tell callers apart (completion) may list pages.
-        self.guarded = False
         self._stop = threading.Event()
         self._started = False
         self._workers: list[threading.Thread] = []
