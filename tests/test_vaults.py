@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
+from mcp.types import TextContent
 
 from conftest import write
 from helpers import fails, ok, text
@@ -176,3 +177,15 @@ async def test_still_nine_tools_with_one_small_vault_argument(client: Client) ->
     for tool in tools:
         vault = tool.input_schema["properties"]["vault"]
         assert len(json.dumps(vault)) < 120 and "vault" not in tool.input_schema.get("required", [])
+
+
+async def test_the_prompts_name_the_vault_not_its_folder(folders: tuple[Path, Path]) -> None:
+    personal, team = folders
+    specs = [VaultSpec("mine", personal), VaultSpec("ours", team)]
+    async with serving(Vaults(specs), "legacy") as client:
+        started = await client.get_prompt("start_session", {})
+        assert isinstance(started.messages[0].content, TextContent)
+        assert "the vault 'mine' (2 pages)" in started.messages[0].content.text
+        asked = await client.get_prompt("record", {"summary": "x"})
+        assert isinstance(asked.messages[0].content, TextContent)
+        assert "memory vault 'mine'" in asked.messages[0].content.text

@@ -39,23 +39,27 @@ Page = Annotated[str | None, Field(max_length=1000, description="The page it bel
 PROMPT_ARGUMENTS_WITH_PAGES = {("record", "page")}  # completed with page names
 
 
-def _vault(ctx: Context[Any, Any]) -> AppState:
-    """The caller's default vault: the server's, or the first its token reaches."""
+async def _vault(ctx: Context[Any, Any]) -> tuple[str, AppState]:
+    """The caller's default vault, by name: the server's, or the first its token reaches
+    (opened now if it was not yet)."""
     vaults: Vaults = ctx.request_context.lifespan_context.vaults
-    return vaults.get(vaults.spec(None, grant_of(ctx.request_context.request)).name)
+    name = vaults.spec(None, grant_of(ctx.request_context.request)).name
+    return name, await anyio.to_thread.run_sync(vaults.get, name)
 
 
 async def start_session(ctx: Context[Any, Any], topic: Topic = None) -> str:
     """Start a session from the memory vault: its home page, what changed lately and
     (for a topic) the pages about it, with how to use the memory from here."""
-    vault = _vault(ctx)
+    name, vault = await _vault(ctx)
     await anyio.to_thread.run_sync(vault.ready.wait, abandon_on_cancel=True)
-    return await anyio.to_thread.run_sync(_start_session, vault, topic, abandon_on_cancel=True)
+    return await anyio.to_thread.run_sync(
+        _start_session, name, vault, topic, abandon_on_cancel=True
+    )
 
 
-def _start_session(vault: AppState, topic: str | None) -> str:
+def _start_session(name: str, vault: AppState, topic: str | None) -> str:
     parts = [
-        f"You have a persistent memory: the vault {vault.root.name!r} "
+        f"You have a persistent memory: the vault {name!r} "
         f"({len(vault.pages)} pages), served by this MCP server. Your context resets "
         "between sessions; the vault does not."
     ]
@@ -112,7 +116,7 @@ def _home(vault: AppState) -> PageView | None:
 
 async def record(ctx: Context[Any, Any], summary: Summary, page: Page = None) -> str:
     """Record what was decided or learned into the right pages of the memory vault."""
-    vault = _vault(ctx)
+    name, vault = await _vault(ctx)
     where = ""
     if page and page.strip():
         try:
@@ -121,7 +125,7 @@ async def record(ctx: Context[Any, Any], summary: Summary, page: Page = None) ->
         except LoreError:
             where = f" It belongs on a page named {page.strip()!r}, which does not exist yet."
     return (
-        f"Record this in the memory vault {vault.root.name!r}:\n\n{summary.strip()}\n\n"
+        f"Record this in the memory vault {name!r}:\n\n{summary.strip()}\n\n"
         f"Find where it belongs first: search and search_titles for its subject.{where} "
         "Change an existing page in place (save_page with mode section or append; edit "
         "for one passage) rather than rewriting it, and keep what it said unless this "
