@@ -229,6 +229,12 @@ def _listing_commands(
     p.add_argument(
         "--offset", type=_number(0, 2**31), default=0, help="skip N rows of each list (the shape)"
     )
+    p.add_argument(
+        "--format",
+        choices=("json", "graphml", "dot", "mermaid"),
+        help="write every node and edge (of the vault, or of the neighbourhood) in this "
+        "format for other tools, instead of the shape",
+    )
 
 
 def _init_command(command: Callable[[str, str, str], argparse.ArgumentParser]) -> None:

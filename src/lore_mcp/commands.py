@@ -71,7 +71,7 @@ def _init(vault: Path) -> BaseModel:
     return report
 
 
-def _result(args: argparse.Namespace, vault: Path) -> BaseModel | _Source:
+def _result(args: argparse.Namespace, vault: Path) -> BaseModel | _Source | _Text:
     content = _stdin_text(args.command) if args.command in STDIN_WRITES else None
     if args.command == "log":
         since = None if args.since is None else _since(args.since)
@@ -118,11 +118,23 @@ class _Source:
     data: bytes | None
 
 
+@dataclass(frozen=True, slots=True)
+class _Text:
+    """Output that is already text in its own format (`lore graph --format`)."""
+
+    text: str
+
+
 def _call(
     vault: engine.AppState, args: argparse.Namespace, content: str | None
-) -> BaseModel | _Source:
+) -> BaseModel | _Source | _Text:
     """The one engine operation the command names."""
     match args.command:
+        case "graph" if args.format is not None:
+            from lore_mcp import graph_formats
+
+            exported = engine.export_graph(vault, args.name, args.depth)
+            return _Text(graph_formats.write(exported, args.format))
         case "read" if args.version is not None:
             return _Source(*engine.version_source(vault, args.name, args.version))
         case "read":
@@ -195,8 +207,10 @@ def _write_bytes(data: bytes) -> None:
     sys.stdout.buffer.flush()
 
 
-def _print(result: BaseModel | _Source, as_json: bool, every_row: bool = False) -> None:
-    if isinstance(result, _Source):
+def _print(result: BaseModel | _Source | _Text, as_json: bool, every_row: bool = False) -> None:
+    if isinstance(result, _Text):
+        _write(result.text)
+    elif isinstance(result, _Source):
         if as_json:
             _write(result.page.model_dump_json(indent=2) + "\n")
         else:
