@@ -204,6 +204,7 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
     if serve_prog == "lore-mcp":  # its errors speak of lore-mcp, not of lore
         parser.speaks_for = p
     _init_command(command)
+    _ui_command(command)
     parser.usages = [sub_parser.format_usage() for sub_parser in sub.choices.values()]
     return parser
 
@@ -245,6 +246,24 @@ def _init_command(command: Callable[[str, str, str], argparse.ArgumentParser]) -
         "print how to serve it to an MCP client.",
     )
     p.add_argument("vault_arg", nargs="?", metavar="VAULT", help="the folder (or --vault)")
+
+
+def _ui_command(command: Callable[[str, str, str], argparse.ArgumentParser]) -> None:
+    p = command(
+        "ui",
+        "a local web app for people: pages, the graph, and what changed (with restore)",
+        "Serve a web app on 127.0.0.1 showing the vault's pages, its link graph and the "
+        "audit log as a timeline, each change with its diff and a restore of any kept "
+        "version. It prints its address with a random token; nothing answers without it.",
+    )
+    p.add_argument(
+        "--port", type=_number(0, 65535), default=8766, help="default 8766; 0 picks a free one"
+    )
+    p.add_argument("--open", action="store_true", help="open the address in a browser")
+    p.add_argument("--read-only", action="store_true", help="refuse every change (no restore)")
+    p.add_argument(
+        "--no-watch", action="store_true", help="do not watch the folder for outside edits"
+    )
 
 
 def _history_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
@@ -385,6 +404,9 @@ def main(argv: Sequence[str] | None = None, *, serve_prog: str = "lore serve") -
         args = build_parser(serve_prog).parse_args(argv)
         if args.command == "serve":
             return _serve(args)
+        if args.command == "ui":
+            commands.run_ui(args, _vault_path(args))
+            return EXIT_OK
         return EXIT_OK if commands.run(args, _vault_path(args)) else EXIT_FAILED
     except SystemExit as exc:  # argparse: --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE

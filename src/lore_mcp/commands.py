@@ -50,6 +50,26 @@ def run(args: argparse.Namespace, vault: Path) -> bool:
     return True
 
 
+def run_ui(args: argparse.Namespace, vault: Path) -> None:
+    """`lore ui`: open the vault (watched unless --no-watch) and serve the web app on the
+    loopback address until Ctrl-C."""
+    from lore_mcp import ui
+
+    with _logging_to_stderr(args.log_level or "WARNING"):
+        with _progress(always=False) as progress:
+            opened = engine.open_vault(
+                vault, read_only=args.read_only, progress=progress, readers=readers()
+            )
+        try:
+            if not args.no_watch:
+                from lore_mcp.watcher import start_watcher
+
+                start_watcher(opened)
+            ui.serve(opened, port=args.port, read_only=args.read_only, open_browser=args.open)
+        finally:
+            opened.close()
+
+
 def _init(vault: Path) -> BaseModel:
     """`lore init`: the folder made a vault (created if missing) and indexed; how to
     serve it is said on stderr."""

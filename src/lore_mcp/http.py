@@ -250,7 +250,7 @@ class BearerAuth:
         scheme, space, credential = values[0].partition(b" ")
         if scheme.lower() != b"bearer" or not space:
             return False
-        return hmac.compare_digest(_digest(credential), self._digest)
+        return same_token(credential, self._digest)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
         client = scope.get("client") or ("?", 0)
@@ -279,6 +279,17 @@ class BearerAuth:
 
 def _digest(secret: bytes) -> bytes:
     return hashlib.sha256(secret).digest()
+
+
+def token_digest(token: str) -> bytes:
+    """What a token is checked against: its digest, so that `same_token` compares values
+    of one length and does not even reveal the token's."""
+    return _digest(check_token(token, "the server's settings").encode("ascii"))
+
+
+def same_token(given: bytes, digest: bytes) -> bool:
+    """Whether `given` is the token of `digest`, compared in constant time."""
+    return hmac.compare_digest(_digest(given), digest)
 
 
 class MisreadRequests:
@@ -376,7 +387,7 @@ def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
 
     uvicorn runs in a thread of its own, so the signals reach this thread, which asks it
     to stop (uvicorn takes signals itself only in the main thread, and re-raises them)."""
-    sock = _bind(options.host, options.port)
+    sock = bind(options.host, options.port)
     refusals = RefusalLog()
     app = http_app(
         server,
@@ -430,7 +441,7 @@ def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
             signal.signal(sig, handler)
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int) -> socket.socket:
     """A socket bound to `host:port` (port 0: a free one), ready for uvicorn to listen on."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
