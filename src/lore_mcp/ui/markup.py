@@ -109,6 +109,7 @@ def _render_wiki(
     label = alias.strip() or shown.strip()
     ctx = _lore(env)
     if not target:  # [[#heading]]: a place in this page
+        label = alias.strip() or fragment.lstrip("^")
         return f'<a class="wiki" href="#{html.escape(quote(fragment))}">{html.escape(label)}</a>'
     extension = target.rpartition(".")[2].lower() if "." in target else ""
     link = ctx.links.get(target)
