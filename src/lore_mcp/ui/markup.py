@@ -28,6 +28,7 @@ from markdown_it.utils import EnvType, OptionsDict
 from lore_mcp.links import ATTACHMENTS
 from lore_mcp.models import OutgoingLink
 
+INTO = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK}"  # between a page and its heading
 IMAGES = frozenset({"avif", "bmp", "gif", "jpeg", "jpg", "png", "svg", "webp"})
 
 
@@ -105,7 +106,7 @@ def _render_wiki(
     target_part, _, alias = inner.partition("|")
     target, _, fragment = target_part.partition("#")
     target = target.strip()
-    shown = f"{target.strip()} › {fragment.lstrip('^')}" if fragment else target_part
+    shown = f"{target} {INTO} {fragment.lstrip('^')}" if fragment else target_part
     label = alias.strip() or shown.strip()
     ctx = _lore(env)
     if not target:  # [[#heading]]: a place in this page
