@@ -54,7 +54,9 @@ class _Headers:
                     *message.get("headers", []),
                     (b"content-security-policy", POLICY.encode()),
                     (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
+                    # not no-referrer: under it a form's Origin is "null", and the guard
+                    # takes a change only from the UI's own origin
+                    (b"referrer-policy", b"same-origin"),
                     (b"cache-control", b"no-store"),
                 ]
             await send(message)
@@ -122,3 +124,38 @@ def serve(
 def _print(url: str) -> None:
     print(f"lore ui: open {url}", flush=True)
     print("lore ui: Ctrl-C stops it", file=sys.stderr, flush=True)
+
+
+class Background:
+    """The UI served from a thread on a free loopback port, for as long as the `with`
+    lasts (the browser tests and the benchmark); `url` is its address, token included."""
+
+    def __init__(self, vault: engine.AppState, *, read_only: bool = False) -> None:
+        self.token = new_token()
+        self._sock = bind(DEFAULT_HOST, 0)
+        self.base = f"http://{DEFAULT_HOST}:{self._sock.getsockname()[1]}"
+        self.url = f"{self.base}/?token={self.token}"
+        config = uvicorn.Config(
+            build_app(vault, self.token, read_only=read_only),
+            lifespan="off",
+            ws="none",
+            log_config=None,
+            access_log=False,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, name="lore-ui"
+        )
+
+    def __enter__(self) -> Background:
+        self._thread.start()
+        while not self._server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("the UI server stopped before it started")
+            self._thread.join(0.01)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join()
+        self._sock.close()

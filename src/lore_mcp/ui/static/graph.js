@@ -53,7 +53,7 @@
       node.x = radius * Math.cos(angle);
       node.y = radius * Math.sin(angle);
     });
-    const ideal = 40;
+    const ideal = n < 100 ? 70 : 40;
     const cell = ideal * 2;
     const iterations = n > 1500 ? 90 : n > 400 ? 160 : 300;
     let temperature = ideal * 2;
