@@ -91,3 +91,13 @@ def test_lore_graph_format(brain_dir: Path, capsys: pytest.CaptureFixture[str]) 
     root = ET.fromstring(capsys.readouterr().out)
     assert root.tag.endswith("graphml")
     assert main(["--vault", str(brain_dir), "graph", "--format", "png"]) == 2
+
+
+def test_a_cut_keeps_room_for_pages_nothing_links_to(state: AppState) -> None:
+    for i in range(30):
+        engine.save_page(state, f"P{i}", f"[[P{(i + 1) % 30}]] [[P{(i + 2) % 30}]]")
+    engine.save_page(state, "Lonely", "[[P0]]")
+    graph = engine.export_graph(state, max_nodes=10)
+    kept = {node.slug for node in graph.nodes}
+    assert len(kept) == 10 and "lonely" in kept
+    assert {node.slug for node in graph.nodes if node.unreferenced} == {"lonely"}

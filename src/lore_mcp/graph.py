@@ -85,6 +85,11 @@ class LinkGraph:
     def out_degree(self, key: str) -> int:
         return int(self._g.out_degree(key)) if key in self._g else 0
 
+    def degrees(self) -> dict[str, tuple[int, int]]:
+        """Every node's links in and out, in one pass."""
+        outs = dict(self._g.out_degree())
+        return {key: (int(n), int(outs[key])) for key, n in self._g.in_degree()}
+
     def edge_count(self) -> int:
         return int(self._g.number_of_edges())
 

@@ -5,6 +5,7 @@ neighbourhood. A large vault can be cut to its most linked nodes.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from lore_mcp.errors import InvalidArgumentError
@@ -51,42 +52,61 @@ def export_graph(
     vault: AppState, name: str | None = None, depth: int = 1, max_nodes: int | None = None
 ) -> ExportGraph:
     """The whole vault's graph, or with `name` the neighbourhood of that page to `depth`
-    (1-3) hops in either direction. With `max_nodes`, only that many nodes are kept: the
-    centre, then those with the most links in and out (ties by name)."""
+    (1-3) hops in either direction. With `max_nodes`, only that many nodes are kept (see
+    `_most_linked`)."""
     if not 1 <= depth <= 3:
         raise InvalidArgumentError("depth must be 1, 2 or 3.")
     with reading(vault):
         graph = vault.graph
         center: str | None = None
+        edges: Collection[tuple[str, str]]
         if name is None or not name.strip():
             hops: dict[str, int] = {node.key: 0 for node in graph.nodes()}
-            edges = sorted(graph.edges())
+            edges = graph.edges()
         else:
             center = names.find(vault, name).key
             hops, edges = graph.neighbourhood(center, depth)
+        degrees = graph.degrees()
         keys = list(hops)
         if max_nodes is not None and len(keys) > max_nodes:
-            keys.sort(key=lambda k: (k != center, -graph.in_degree(k) - graph.out_degree(k), k))
-            keys = keys[:max_nodes]
-        kept = set(keys)
+            keys = _most_linked(keys, degrees, center, max_nodes)
+        handles = {key: vault.handle(key) for key in sorted(keys)}
         nodes = []
-        for key in sorted(keys):
+        for key, handle in handles.items():
             node = graph.node(key)
             nodes.append(
                 ExportNode(
-                    slug=vault.handle(key),
+                    slug=handle,
                     title=node.title if node else key,
                     is_placeholder=bool(node and node.is_placeholder),
-                    links_in=graph.in_degree(key),
-                    links_out=graph.out_degree(key),
+                    links_in=degrees[key][0],
+                    links_out=degrees[key][1],
                     depth=None if center is None else hops[key],
                 )
             )
+        kept = sorted((a, b) for a, b in edges if a in handles and b in handles)
         return ExportGraph(
             nodes=nodes,
-            edges=[(vault.handle(a), vault.handle(b)) for a, b in edges if a in kept and b in kept],
+            edges=[(handles[a], handles[b]) for a, b in kept],
             node_count=len(hops),
             edge_count=len(edges),
             center=None if center is None else vault.handle(center),
             depth=None if center is None else depth,
         )
+
+
+def _most_linked(
+    keys: list[str], degrees: dict[str, tuple[int, int]], center: str | None, count: int
+) -> list[str]:
+    """`count` of `keys`: the centre, then those with the most links in and out (ties by
+    name), except that up to a tenth of the room goes to pages nothing links to (those
+    linking out most first), which a cut by links alone would never show."""
+
+    def rank(key: str) -> tuple[bool, int, str]:
+        return key != center, -sum(degrees[key]), key
+
+    unlinked = sorted((k for k in keys if degrees[k][0] == 0 and k != center), key=rank)
+    reserved = unlinked[: count // 10]
+    taken = set(reserved)
+    rest = sorted((k for k in keys if k not in taken), key=rank)
+    return rest[: count - len(reserved)] + reserved

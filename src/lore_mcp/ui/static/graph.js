@@ -10,7 +10,7 @@
   const status = document.getElementById("graph-status");
   const ctx = canvas.getContext("2d");
   const view = { x: 0, y: 0, k: 1 };
-  let nodes = [], edges = [], hover = -1;
+  let nodes = [], edges = [], byDegree = [], hover = -1;
 
   const params = new URLSearchParams();
   if (canvas.dataset.page) params.set("page", canvas.dataset.page);
@@ -25,81 +25,101 @@
     .catch((err) => { status.textContent = "Cannot draw this graph: " + err; });
 
   function start(data) {
+    const fetched = performance.now();
     nodes = data.nodes.map((n, i) => ({
-      slug: n[0], title: n[1], flags: n[2], degree: n[3], x: 0, y: 0, vx: 0, vy: 0,
-      r: 3 + Math.min(12, Math.sqrt(n[3]) * 1.6), index: i,
+      slug: n[0], title: n[1], flags: n[2], degree: n[3], x: 0, y: 0,
+      r: (data.nodes.length > 500 ? 2 : 3) + Math.min(12, Math.sqrt(n[3]) * (data.nodes.length > 500 ? 0.6 : 1.6)),
+      index: i,
     }));
     edges = data.edges;
+    byDegree = nodes.slice().sort((a, b) => b.degree - a.degree);
     layout();
+    const laidOut = performance.now();
     resize();
     fit();
     draw();
     const cut = data.node_count > nodes.length
       ? ` (the ${nodes.length} most linked of ${data.node_count})` : "";
     status.textContent = `${nodes.length} nodes, ${edges.length} links${cut}.`;
-    window.loreGraph = { ready: true, nodes, screenPosition };
+    // Times since the navigation began, for the benchmark.
+    const timings = { fetched, laidOut, drawn: performance.now() };
+    window.loreGraph = { ready: true, nodes, screenPosition, timings };
     document.body.dataset.graphReady = "1";
   }
 
   function layout() {
     const n = nodes.length;
     if (!n) return;
+    const x = new Float64Array(n), y = new Float64Array(n);
+    const vx = new Float64Array(n), vy = new Float64Array(n);
     // Most linked first, on a sunflower spiral: the hubs start in the middle.
-    const order = nodes.slice().sort((a, b) => b.degree - a.degree);
+    const order = nodes.map((_, i) => i).sort((a, b) => nodes[b].degree - nodes[a].degree);
     const spacing = 18;
-    order.forEach((node, i) => {
-      const radius = spacing * Math.sqrt(i + 0.5);
-      const angle = i * 2.399963;
-      node.x = radius * Math.cos(angle);
-      node.y = radius * Math.sin(angle);
+    order.forEach((i, rank) => {
+      const radius = spacing * Math.sqrt(rank + 0.5);
+      const angle = rank * 2.399963;
+      x[i] = radius * Math.cos(angle);
+      y[i] = radius * Math.sin(angle);
     });
-    const ideal = n < 100 ? 70 : 40;
-    const cell = ideal * 2;
-    const iterations = n > 1500 ? 90 : n > 400 ? 160 : 300;
+    const ideal = 40, cell = ideal * 2, reach2 = cell * cell;
+    const iterations = n > 1500 ? 60 : n > 400 ? 120 : 300;
+    const source = new Int32Array(edges.length), target = new Int32Array(edges.length);
+    edges.forEach(([a, b], e) => { source[e] = a; target[e] = b; });
+    const cellOf = new Int32Array(n), sorted = new Int32Array(n);
     let temperature = ideal * 2;
     for (let step = 0; step < iterations; step++) {
-      const grid = new Map();
-      for (const node of nodes) {
-        const key = Math.floor(node.x / cell) + "," + Math.floor(node.y / cell);
-        let bucket = grid.get(key);
-        if (!bucket) grid.set(key, (bucket = []));
-        bucket.push(node);
-        node.vx = 0; node.vy = 0;
+      // The nodes sorted by grid cell (a counting sort), so each one meets only the
+      // nodes of its own cell and the eight around it.
+      let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+      for (let i = 0; i < n; i++) {
+        if (x[i] < minX) minX = x[i]; if (x[i] > maxX) maxX = x[i];
+        if (y[i] < minY) minY = y[i]; if (y[i] > maxY) maxY = y[i];
       }
-      for (const node of nodes) {
-        const cx = Math.floor(node.x / cell), cy = Math.floor(node.y / cell);
-        for (let gx = cx - 1; gx <= cx + 1; gx++) {
-          for (let gy = cy - 1; gy <= cy + 1; gy++) {
-            const bucket = grid.get(gx + "," + gy);
-            if (!bucket) continue;
-            for (const other of bucket) {
-              if (other === node) continue;
-              let dx = node.x - other.x, dy = node.y - other.y;
+      const cols = Math.floor((maxX - minX) / cell) + 1, rows = Math.floor((maxY - minY) / cell) + 1;
+      const starts = new Int32Array(cols * rows + 1);
+      for (let i = 0; i < n; i++) {
+        const c = Math.floor((x[i] - minX) / cell) + cols * Math.floor((y[i] - minY) / cell);
+        cellOf[i] = c;
+        starts[c + 1]++;
+      }
+      for (let c = 0; c < cols * rows; c++) starts[c + 1] += starts[c];
+      const fill = starts.slice(0, cols * rows);
+      for (let i = 0; i < n; i++) sorted[fill[cellOf[i]]++] = i;
+      vx.fill(0); vy.fill(0);
+      for (let i = 0; i < n; i++) {
+        const cx = cellOf[i] % cols, cy = (cellOf[i] - cx) / cols;
+        for (let gy = Math.max(0, cy - 1); gy <= Math.min(rows - 1, cy + 1); gy++) {
+          for (let gx = Math.max(0, cx - 1); gx <= Math.min(cols - 1, cx + 1); gx++) {
+            const c = gx + cols * gy;
+            for (let k = starts[c]; k < starts[c + 1]; k++) {
+              const j = sorted[k];
+              if (j === i) continue;
+              let dx = x[i] - x[j], dy = y[i] - y[j];
               let d2 = dx * dx + dy * dy;
-              if (d2 > cell * cell) continue;
+              if (d2 > reach2) continue;
               if (d2 < 0.01) { dx = Math.random() - 0.5; dy = Math.random() - 0.5; d2 = 0.5; }
               const push = (ideal * ideal) / d2;
-              node.vx += dx * push; node.vy += dy * push;
+              vx[i] += dx * push; vy[i] += dy * push;
             }
           }
         }
       }
-      for (const [a, b] of edges) {
-        const s = nodes[a], t = nodes[b];
-        const dx = t.x - s.x, dy = t.y - s.y;
-        const d = Math.sqrt(dx * dx + dy * dy) || 0.01;
-        const pull = d / ideal;
-        s.vx += dx * pull * 0.5; s.vy += dy * pull * 0.5;
-        t.vx -= dx * pull * 0.5; t.vy -= dy * pull * 0.5;
+      for (let e = 0; e < source.length; e++) {
+        const a = source[e], b = target[e];
+        const dx = x[b] - x[a], dy = y[b] - y[a];
+        const pull = (Math.sqrt(dx * dx + dy * dy) / ideal) * 0.5;
+        vx[a] += dx * pull; vy[a] += dy * pull;
+        vx[b] -= dx * pull; vy[b] -= dy * pull;
       }
-      for (const node of nodes) {
-        node.vx -= node.x * 0.02; node.vy -= node.y * 0.02;  // gravity to the middle
-        const v = Math.sqrt(node.vx * node.vx + node.vy * node.vy) || 1;
+      for (let i = 0; i < n; i++) {
+        const fx = vx[i] - x[i] * 0.02, fy = vy[i] - y[i] * 0.02;  // gravity to the middle
+        const v = Math.sqrt(fx * fx + fy * fy) || 1;
         const move = Math.min(v, temperature);
-        node.x += (node.vx / v) * move; node.y += (node.vy / v) * move;
+        x[i] += (fx / v) * move; y[i] += (fy / v) * move;
       }
-      temperature = Math.max(1, temperature * 0.96);
+      temperature = Math.max(1, temperature * (n > 1500 ? 0.94 : 0.96));
     }
+    for (let i = 0; i < n; i++) { nodes[i].x = x[i]; nodes[i].y = y[i]; }
   }
 
   function resize() {
@@ -168,15 +188,24 @@
   }
 
   function labels() {
+    // The most linked first; a label that would overlap one already drawn is left out.
     ctx.font = "12px system-ui, sans-serif";
-    ctx.fillStyle = "#212529";
     ctx.textAlign = "center";
-    const room = nodes.length <= 60 ? nodes.length : Math.round(30 * view.k);
-    const chosen = nodes.slice().sort((a, b) => b.degree - a.degree).slice(0, room);
-    if (hover >= 0) chosen.push(nodes[hover]);
-    for (const node of chosen) {
-      const sx = node.x * view.k + view.x, sy = node.y * view.k + view.y;
-      ctx.fillText(node.title, sx, sy - node.r * view.k - 4);
+    const w = canvas.clientWidth, h = canvas.clientHeight;
+    const placed = [];
+    const order = hover >= 0 ? [nodes[hover]] : [];
+    order.push(...byDegree);
+    for (const node of order.slice(0, 400)) {
+      const sx = node.x * view.k + view.x, sy = node.y * view.k + view.y - node.r * view.k - 4;
+      if (sx < 0 || sy < 0 || sx > w || sy > h) continue;
+      const half = ctx.measureText(node.title).width / 2 + 2;
+      const box = [sx - half, sy - 12, sx + half, sy + 2];
+      if (placed.some((o) => box[0] < o[2] && o[0] < box[2] && box[1] < o[3] && o[1] < box[3])) continue;
+      placed.push(box);
+      ctx.fillStyle = "rgba(255,255,255,0.8)";
+      ctx.fillRect(box[0], box[1], box[2] - box[0], box[3] - box[1]);
+      ctx.fillStyle = "#212529";
+      ctx.fillText(node.title, sx, sy);
     }
   }
 
