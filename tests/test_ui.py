@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from helpers import environment
 from lore_mcp import audit
 from lore_mcp import vault_ops as engine
 from lore_mcp.ui import build_app
@@ -222,3 +223,33 @@ def test_lore_ui_is_a_command(brain_dir: Path) -> None:
 
     args = build_parser().parse_args(["--vault", str(brain_dir), "ui", "--port", "0", "--open"])
     assert (args.command, args.port, args.open, args.read_only) == ("ui", 0, True, False)
+
+
+def test_lore_ui_serves_until_interrupted(brain_dir: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    import httpx2
+
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from lore_mcp.cli import lore_main; lore_main()",
+         "--vault", str(brain_dir), "ui", "--port", "0", "--no-watch"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment(), text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("lore ui: open http://127.0.0.1:")
+        url = line.split()[-1]
+        base = url.partition("/?")[0]
+        assert httpx2.get(base + "/").status_code == 403
+        with httpx2.Client(follow_redirects=True) as client:
+            answer = client.get(url)
+            assert answer.status_code == 200 and "Recently changed" in answer.text
+            assert client.get(base + "/page/Slugs").status_code == 200
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, errors = process.communicate(timeout=20)
+    assert process.returncode == 130  # stopped by Ctrl-C, as every lore command is
+    assert "Traceback" not in errors
