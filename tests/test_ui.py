@@ -253,3 +253,10 @@ def test_lore_ui_serves_until_interrupted(brain_dir: Path) -> None:
         _, errors = process.communicate(timeout=20)
     assert process.returncode == 130  # stopped by Ctrl-C, as every lore command is
     assert "Traceback" not in errors
+
+
+def test_the_switcher_finds_an_alias(state: AppState) -> None:
+    engine.save_page(state, "Ada Lovelace", "---\naliases: [Countess of Lovelace]\n---\nx\n")
+    with _client(state) as client:
+        found = client.get("/api/titles?q=Countess").json()
+    assert found and found[0]["slug"] == "ada-lovelace" and found[0]["title"] == "Ada Lovelace"
