@@ -135,6 +135,9 @@ def _page(state: AppState, name: str, text: str) -> None:
 def test_a_page_renders_its_links(state: AppState) -> None:
     (state.root / "pics").mkdir()
     (state.root / "pics" / "cat.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    (state.root / "private").mkdir()
+    (state.root / "private" / "key.png").write_bytes(b"\x89PNG")
+    (state.root / ".gitignore").write_text("private/\n", encoding="utf-8")
     _page(state, "Target", "---\naliases: [Tgt]\nstatus: draft\n---\n# Target\n")
     _page(state, "a/Twin", "one")
     _page(state, "b/Twin", "two")
@@ -151,6 +154,7 @@ def test_a_page_renders_its_links(state: AppState) -> None:
         assert client.get("/file/pics/cat.png").content.startswith(b"\x89PNG")
         assert client.get("/file/../outside.png").status_code == 404
         assert client.get("/file/.lore/x.png").status_code == 404
+        assert client.get("/file/private/key.png").status_code == 404  # ignored
     assert '<a class="wiki" href="/page/target" data-slug="target">the target</a>' in html
     assert 'class="wiki placeholder" href="/page/ghost"' in html
     assert 'class="wiki loose"' in html and 'class="wiki ambiguous"' in html

@@ -85,7 +85,9 @@ def build_app(vault: engine.AppState, token: str, *, read_only: bool = False) ->
         ],
         middleware=[Middleware(Guard, token=token), Middleware(_Headers)],
     )
-    app.state.ui = Ui(vault, templates(), Attachments(vault.root), read_only or vault.read_only)
+    app.state.ui = Ui(
+        vault, templates(), Attachments(vault.root, vault.ignores), read_only or vault.read_only
+    )
     return app
 
 

@@ -18,6 +18,7 @@ from lore_mcp.errors import LoreError
 from lore_mcp.links import ATTACHMENTS
 from lore_mcp.models import PageVersion, PageView
 from lore_mcp.ui import markup
+from lore_mcp.vault_ops.ignore import Ignores
 
 MAX_GRAPH_NODES = 2000  # the whole-vault drawing keeps the most linked pages beyond this
 FILES_TTL_SECONDS = 30.0  # how long the list of attachment files is trusted
@@ -27,9 +28,11 @@ PLACEHOLDER, UNREFERENCED, CENTER = 1, 2, 4
 @dataclass
 class Attachments:
     """The vault's attachment files by lowercased name, to find `![[pic.png]]` wherever
-    it is; listed at most every `FILES_TTL_SECONDS`."""
+    it is; listed at most every `FILES_TTL_SECONDS`. What the vault's ignore files leave
+    out is not shown, as it is not part of the vault."""
 
     root: Path
+    ignores: Ignores
     _by_name: dict[str, str] = field(default_factory=dict)
     _listed: float = float("-inf")
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -50,9 +53,9 @@ class Attachments:
         for top, dirs, files in os.walk(self.root):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for name in sorted(files):
-                if _attachment_name(name):
-                    rel = os.path.relpath(os.path.join(top, name), self.root)
-                    found.setdefault(name.lower(), rel.replace(os.sep, "/"))
+                rel = os.path.relpath(os.path.join(top, name), self.root).replace(os.sep, "/")
+                if _attachment_name(name) and not self.ignores.ignored(rel):
+                    found.setdefault(name.lower(), rel)
         return found
 
     def allowed(self, rel: str) -> bool:
@@ -62,6 +65,8 @@ class Attachments:
         if not _attachment_name(parts[-1]) or any(p in ("", ".", "..") for p in parts):
             return False
         if any(p.startswith(".") for p in parts) or parts[0] == LORE_DIR:
+            return False
+        if self.ignores.ignored(rel):
             return False
         path = self.root / rel
         try:
