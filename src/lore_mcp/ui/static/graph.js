@@ -195,17 +195,20 @@
     const placed = [];
     const order = hover >= 0 ? [nodes[hover]] : [];
     order.push(...byDegree);
+    const free = (b) => !placed.some((o) => b[0] < o[2] && o[0] < b[2] && b[1] < o[3] && o[1] < b[3]);
     for (const node of order.slice(0, 400)) {
-      const sx = node.x * view.k + view.x, sy = node.y * view.k + view.y - node.r * view.k - 4;
+      const sx = node.x * view.k + view.x, sy = node.y * view.k + view.y;
       if (sx < 0 || sy < 0 || sx > w || sy > h) continue;
-      const half = ctx.measureText(node.title).width / 2 + 2;
-      const box = [sx - half, sy - 12, sx + half, sy + 2];
-      if (placed.some((o) => box[0] < o[2] && o[0] < box[2] && box[1] < o[3] && o[1] < box[3])) continue;
-      placed.push(box);
-      ctx.fillStyle = "rgba(255,255,255,0.8)";
-      ctx.fillRect(box[0], box[1], box[2] - box[0], box[3] - box[1]);
+      const half = ctx.measureText(node.title).width / 2 + 2, gap = node.r * view.k + 3;
+      // Above the node, else below it, else to its right; else it is left out.
+      const spots = [[sx, sy - gap], [sx, sy + gap + 12], [sx + gap + half, sy + 5]];
+      const spot = spots.map(([x, y]) => [x - half, y - 12, x + half, y + 2]).find(free);
+      if (!spot) continue;
+      placed.push(spot);
+      ctx.fillStyle = "rgba(255,255,255,0.75)";
+      ctx.fillRect(spot[0], spot[1], spot[2] - spot[0], spot[3] - spot[1]);
       ctx.fillStyle = "#212529";
-      ctx.fillText(node.title, sx, sy);
+      ctx.fillText(node.title, (spot[0] + spot[2]) / 2, spot[3] - 3);
     }
   }
 
