@@ -14,7 +14,7 @@ from helpers import environment
 from lore_mcp import audit
 from lore_mcp import vault_ops as engine
 from lore_mcp.ui import build_app
-from lore_mcp.ui.guard import COOKIE
+from lore_mcp.ui.guard import cookie_name
 from lore_mcp.vault_ops import AppState
 
 TOKEN = "test-token-0123456789abcdef"
@@ -51,7 +51,12 @@ def test_nothing_answers_without_the_token(brain: AppState, path: str) -> None:
     client = _client(brain, enter=False)
     assert client.get(path).status_code == 403
     assert client.get(path, headers={"x-lore-token": "wrong-token-0123456789"}).status_code == 403
-    assert client.get(path, headers={"cookie": f"{COOKIE}={TOKEN[:-1]}"}).status_code == 403
+    assert (
+        client.get(
+            path, headers={"cookie": f"{cookie_name('127.0.0.1:8766')}={TOKEN[:-1]}"}
+        ).status_code
+        == 403
+    )
     assert client.get(path, headers={"x-lore-token": TOKEN}).status_code != 403
 
 
@@ -72,9 +77,19 @@ def test_the_token_in_the_address_becomes_a_cookie(brain: AppState) -> None:
     assert entered.status_code == 303
     assert entered.headers["location"] == "/graph?depth=2"
     cookie = entered.headers["set-cookie"]
+    assert cookie.startswith("lore_ui_token_8766=")
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
     assert client.get("/graph?depth=2").status_code == 200
     assert _client(brain, enter=False).get(f"/?token={TOKEN}x").status_code == 403
+
+
+def test_two_uis_keep_their_own_cookies(brain: AppState) -> None:
+    other = TestClient(build_app(brain, "another-token-0123456789"), base_url=BASE)
+    first = _client(brain)
+    cookie = first.cookies.get(cookie_name("127.0.0.1:8766"))
+    assert cookie == TOKEN
+    on_another_port = {"host": "127.0.0.1:9000", "cookie": f"lore_ui_token_8766={TOKEN}"}
+    assert other.get("/", headers=on_another_port).status_code == 403
 
 
 def test_a_host_that_is_not_loopback_is_refused(ui: TestClient) -> None:

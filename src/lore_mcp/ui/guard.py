@@ -4,13 +4,13 @@ change, the origin.
 The UI listens on the loopback address, but any web page the user opens could send
 requests there. So nothing answers without the token the URL was printed with: the
 first visit brings it as `?token=`, which is swapped for a cookie (HttpOnly,
-SameSite=Strict) and a redirect to the same address without it; later requests carry
-the cookie, or the token in the `X-Lore-Token` header. The token is compared as the HTTP
-door compares its bearer token (`lore_mcp.http.same_token`). The `Host` must be a
-loopback name, so a DNS-rebound name reaches nothing. A request that changes the vault
-(any method but GET and HEAD) must also come from the UI's own pages: its `Origin` must
-be the address it was sent to (or, without one, `Sec-Fetch-Site` must say
-`same-origin`). Everything refused gets 403 and touches nothing.
+SameSite=Strict, named with the port) and a redirect to the same address without it;
+later requests carry the cookie, or the token in the `X-Lore-Token` header. The token is
+compared as the HTTP door compares its bearer token (`lore_mcp.http.same_token`). The
+`Host` must be a loopback name, so a DNS-rebound name reaches nothing. A request that
+changes the vault (any method but GET and HEAD) must also come from the UI's own pages:
+its `Origin` must be the address it was sent to (or, without one, `Sec-Fetch-Site` must
+say `same-origin`). Everything refused gets 403 and touches nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from lore_mcp.http import is_loopback, same_token, token_digest
 
 log = logging.getLogger(__name__)
 
-COOKIE = "lore_ui_token"
+COOKIE = "lore_ui_token"  # and the port: browsers keep one cookie jar for all ports of a host
 HEADER = b"x-lore-token"
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 
@@ -54,7 +54,7 @@ class Guard:
         if scope["method"] in SAFE_METHODS and self._matches(query.get("token", "")):
             await _enter(scope, send, query)
             return
-        if not self._matches(_cookie(headers) or headers.get(HEADER.decode(), "")):
+        if not self._matches(_cookie(headers, host) or headers.get(HEADER.decode(), "")):
             await _refuse(send, "open the address `lore ui` printed, with its token")
             return
         if scope["method"] not in SAFE_METHODS and not _same_origin(headers, host):
@@ -78,13 +78,20 @@ def _loopback_host(host: str) -> bool:
     return bool(name) and is_loopback(name)
 
 
-def _cookie(headers: dict[str, str]) -> str:
+def cookie_name(host: str) -> str:
+    """The cookie of the UI at `host`: one per port, so that two UIs on one machine do
+    not overwrite each other's."""
+    port = host.rpartition(":")[2] if not host.endswith("]") else ""
+    return f"{COOKIE}_{port}" if port.isdigit() else COOKIE
+
+
+def _cookie(headers: dict[str, str], host: str) -> str:
     jar = SimpleCookie()
     try:
         jar.load(headers.get("cookie", ""))
     except Exception:  # a malformed Cookie header is no token
         return ""
-    morsel = jar.get(COOKIE)
+    morsel = jar.get(cookie_name(host))
     return "" if morsel is None else morsel.value
 
 
@@ -101,7 +108,8 @@ async def _enter(scope: Scope, send: Send, query: dict[str, str]) -> None:
     token = query.pop("token")
     rest = urlencode(query)
     location = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
-    cookie = f"{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+    host = _headers(scope).get("host", "")
+    cookie = f"{cookie_name(host)}={token}; HttpOnly; SameSite=Strict; Path=/"
     await send(
         {
             "type": "http.response.start",
