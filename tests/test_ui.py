@@ -279,3 +279,31 @@ def test_the_switcher_finds_an_alias(state: AppState) -> None:
     with _client(state) as client:
         found = client.get("/api/titles?q=Countess").json()
     assert found and found[0]["slug"] == "ada-lovelace" and found[0]["title"] == "Ada Lovelace"
+
+
+def test_tables_headings_and_outside_links(state: AppState) -> None:
+    _page(state, "Target", "# Part\n")
+    _page(
+        state,
+        "Source",
+        "| a | b |\n|---|---|\n| [[Target\\|shown]] | x |\n\n"
+        "[[#Local Part]] [web](https://example.org) ![pic](pics/p.png)\n",
+    )
+    with _client(state) as client:
+        html = client.get("/page/source").text
+    assert '<td><a class="wiki" href="/page/target" data-slug="target">shown</a></td>' in html
+    assert '<a class="wiki" href="#Local%20Part">Local Part</a>' in html
+    assert 'href="https://example.org" rel="noopener noreferrer"' in html
+    assert '<img src="pics/p.png" alt="pic" />' in html  # no such file: left as written
+
+
+def test_a_deleted_page_comes_back_from_its_change(state: AppState) -> None:
+    _page(state, "Gone", "the words\n")
+    data = (state.root / "Gone.md").read_bytes()
+    engine.delete_page(state, "Gone")
+    with _client(state) as client:
+        change = client.get("/activity/1").text
+        assert "nothing (it was deleted)" in change and '<span class="ddel">-the words' in change
+        answer = client.post("/restore", data={"name": "/Gone.md", "version": "1"}, headers=ORIGIN)
+        assert answer.status_code == 200 and "Version 1 was restored" in answer.text
+    assert (state.root / "Gone.md").read_bytes() == data
