@@ -66,9 +66,9 @@ def build(answers: Answers, stand_in: _NoVault | None = None) -> MCPServer[Any]:
         instructions=f"This is the memory vault {NAME!r} (replayed answers). {server.GUIDE}",
         lifespan=_lifespan(stand_in or _NoVault()),
     )
-    for fn, hints in tools.TOOLS:
-        replay = _replaying(fn, answers.get(fn.__name__, ()))
-        floor.add_tool(replay, title=hints.title, annotations=hints)
+    for tool in tools.TOOLS:
+        replay = _replaying(tool.fn, answers.get(tool.fn.__name__, ()))
+        floor.add_tool(replay, title=tool.title, annotations=tool.hints)
 
     def page(slug: str) -> str:
         raise ResourceNotFoundError(f"sdkfloor: no page {slug!r}")

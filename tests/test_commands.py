@@ -520,11 +520,17 @@ def test_init_makes_a_vault_and_says_how_to_serve_it(
     assert code == 2 and f"`lore init {missing}` makes it" in err
     code, out, err = run(capsys, "init", str(missing))
     assert code == 0 and missing.is_dir() and (missing / ".lore" / "cache" / "lore.db").is_file()
-    assert "pages  0" in out and f"lore-mcp --vault {missing}" in err
+    assert "pages  1" in out and f"lore-mcp --vault {missing}" in err
+    assert "persistent memory for AI agents" in (missing / "Home.md").read_text()
+    assert (missing / ".gitignore").read_text() == ".lore/cache/\n"
+    entry = json.loads(err.split("MCP settings): ")[1])
+    assert entry["mcpServers"]["lore"] == {"command": "lore-mcp", "args": ["--vault", str(missing)]}
     write(missing, "First.md", "hello\n")
+    (missing / ".gitignore").write_text("node_modules/", encoding="utf-8")
     code, out, _ = run(capsys, "init", str(missing))  # an existing vault: indexed again
-    assert code == 0 and "pages  1" in out
+    assert code == 0 and "pages  2" in out
     assert (missing / "First.md").read_text() == "hello\n"
+    assert (missing / ".gitignore").read_text() == "node_modules/\n.lore/cache/\n"
 
 
 def test_a_misspelt_option_or_command_gets_a_suggestion(

@@ -291,7 +291,7 @@ async def test_the_tool_says_what_its_modes_do(served: tuple[Client, AppState]) 
     assert properties["mode"]["default"] == "replace"
     assert {"old_text", "heading", "version"} <= properties.keys()
     assert tool.input_schema["required"] == ["slug"]  # a restore sends no content
-    assert tool.description and "Only replace is idempotent" in tool.description
+    assert tool.description and "the only idempotent one" in tool.description
     assert tool.annotations is not None and tool.annotations.idempotent_hint is False
 
 

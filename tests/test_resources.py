@@ -77,3 +77,32 @@ async def test_what_is_not_a_page_is_not_found(client: Client) -> None:
     await missing(client, "lore://page/concepts/%2E%2E/%2E%2E/etc/passwd")
     await missing(client, "lore://page/")
     await missing(client, "lore://elsewhere/index")
+
+
+async def test_pages_are_listed_a_page_at_a_time(vault_dir: Path, mode: str) -> None:
+    for n in range(450):
+        write(vault_dir, f"notes/Note {n:03}.md", f"# Note {n}\n")
+    write(vault_dir, "Café [draft].md", "[[Nowhere]]\n")  # a placeholder is no resource
+    server = build_server(engine.open_vault(vault_dir, scan=False))
+    async with Client(server, mode="legacy") if mode == "legacy" else Client(server) as c:
+        listed, cursors = [], []
+        cursor: str | None = None
+        while True:
+            with anyio.fail_after(30):
+                answer = await c.list_resources(cursor=cursor)
+            listed += answer.resources
+            if answer.next_cursor is None:
+                break
+            cursors.append(cursor := answer.next_cursor)
+        assert len(cursors) == 2  # 451 pages, 200 an answer
+        assert len({r.uri for r in listed}) == len(listed) == 451
+        assert all(r.mime_type == "text/markdown" for r in listed)
+        odd = next(r for r in listed if r.title == "Café [draft]")
+        assert (await read(c, str(odd.uri))).text == "[[Nowhere]]\n"
+        last = listed[-1]
+        assert (last.name, last.title) == ("notes/note-449", "Note 449")
+        assert (await read(c, str(last.uri))).text == "# Note 449\n"
+
+        with anyio.fail_after(10), pytest.raises(MCPError) as caught:
+            await c.list_resources(cursor="not a cursor")
+        assert caught.value.code == INVALID_PARAMS

@@ -75,7 +75,7 @@ async def test_tools_have_schemas_and_annotations(client: Client) -> None:
         for prop in tool.input_schema["properties"].values():
             assert prop.get("description"), f"{name}: undescribed parameter"
         hints = tool.annotations
-        assert hints is not None and hints.title
+        assert hints is not None and tool.title
         assert hints.open_world_hint is False
         assert hints.read_only_hint is (name in READ_ONLY)
     writes = {
@@ -91,7 +91,10 @@ async def test_tools_have_schemas_and_annotations(client: Client) -> None:
 
 
 async def test_input_bounds(client: Client) -> None:
-    tools = {t.name: t.input_schema["properties"] for t in (await client.list_tools()).tools}
+    listed = (await client.list_tools()).tools
+    tools = {t.name: t.input_schema["properties"] for t in listed}
+    required = {t.name: t.input_schema.get("required", []) for t in listed}
+
     for name in ("list_pages", "search", "search_titles"):
         assert (tools[name]["limit"]["minimum"], tools[name]["limit"]["maximum"]) == (1, 100)
     assert (tools["get_graph"]["depth"]["minimum"], tools["get_graph"]["depth"]["maximum"]) == (
@@ -100,8 +103,9 @@ async def test_input_bounds(client: Client) -> None:
     )
     assert tools["list_pages"]["offset"]["minimum"] == 0
     assert tools["read_page"]["slug"]["maxLength"] == 1000
-    content = tools["save_page"]["content"]["anyOf"]  # a string, or left out for a restore
-    assert {"type": "string", "maxLength": 1024 * 1024} in content
+    content = tools["save_page"]["content"]  # a string, or left out for a restore
+    assert (content["type"], content["maxLength"]) == ("string", 1024 * 1024)
+    assert "content" not in required["save_page"]
 
 
 async def test_instructions_name_the_vault(client: Client) -> None:

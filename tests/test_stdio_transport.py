@@ -360,22 +360,34 @@ def test_a_stop_signal_ends_the_server_cleanly(
 # -- stdin that is no pipe ----------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_requests_from_a_file_are_served(brain_dir: Path, tmp_path: Path) -> None:
-    """stdin redirected from a file: the server answers, and the end of the file
-    ends the session. (That transport may drop the reply to a request still in flight when
-    the end of input arrives, so only the first reply is certain.)"""
+def test_requests_from_a_file_are_all_answered(brain_dir: Path, tmp_path: Path) -> None:
+    """stdin redirected from a file: the end of the file comes while the first index
+    still runs and every call waits for it, yet each request read gets its answer
+    before the session ends; a cancelled one needs none."""
     requests = tmp_path / "requests.jsonl"
     init = {
         "protocolVersion": PROTOCOL,
         "capabilities": {},
         "clientInfo": {"name": "file", "version": "0"},
     }
+
+    def call(n: int, tool: str, **arguments: Any) -> dict[str, Any]:
+        params = {"name": tool, "arguments": arguments}
+        return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+
     messages: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        call(3, "search", query="links"),
+        call(4, "read_page", slug="Index"),
+        {"jsonrpc": "2.0", "id": "five", "method": "resources/list"},
+        call(6, "get_graph"),
+        call(7, "search_titles", query="slug"),
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}},
+        call(8, "list_pages"),
     ]
+
     requests.write_text("".join(json.dumps(m) + "\n" for m in messages), encoding="utf-8")
     with requests.open("rb") as stdin:
         done = subprocess.run(
@@ -387,9 +399,13 @@ def test_requests_from_a_file_are_served(brain_dir: Path, tmp_path: Path) -> Non
             check=False,
         )
     replies = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [reply["id"] for reply in replies][:1] == [1]
+    assert sorted(map(str, (reply["id"] for reply in replies))) == sorted(
+        str(m["id"]) for m in messages if "id" in m
+    )
     assert replies[0]["result"]["protocolVersion"] == PROTOCOL
     assert all("error" not in reply for reply in replies)
+    assert all(not reply["result"].get("isError") for reply in replies)
+
     assert closed_cleanly(done.returncode, done.stderr.decode("utf-8"))
 
 

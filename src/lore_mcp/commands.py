@@ -6,6 +6,7 @@ same as plain text when piped, one JSON document with `--json`. Errors go to std
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -70,25 +71,58 @@ def run_ui(args: argparse.Namespace, vault: Path) -> None:
             opened.close()
 
 
+HOME_PAGE = """# Home
+
+This folder is a persistent memory for AI agents: Markdown pages joined by [[wiki links]],
+served to them by lore-mcp. An agent's context resets between sessions; these pages do not.
+
+## How to use it
+
+- At the start of a session, read this page, then search for what the task touches.
+- Keep what is worth remembering: decisions and why they were taken, facts learned, open
+  questions. Put each in the page it belongs on and link it to the pages it relates to.
+- Change part of a page (append, a section, one passage) rather than rewrite it.
+- A link to a page that does not exist yet is a placeholder: write that page when there
+  is something to say.
+
+People can read and edit the same pages in any Markdown editor or in Obsidian.
+"""
+GITIGNORE_LINE = ".lore/cache/"  # the index: a cache, rebuilt from the pages
+
+
 def _init(vault: Path) -> BaseModel:
-    """`lore init`: the folder made a vault (created if missing) and indexed; how to
-    serve it is said on stderr."""
+    """`lore init`: the folder made a vault (created if missing), with a first page that
+    explains the memory when it holds none and `.lore/cache/` in its `.gitignore`, and
+    indexed; how to serve it is said on stderr."""
     try:
         vault.mkdir(parents=True, exist_ok=True)
+        if not any(vault.rglob("*.md")):
+            (vault / "Home.md").write_text(HOME_PAGE, encoding="utf-8")
+        _ignore_cache(vault / ".gitignore")
     except OSError as exc:
-        raise VaultError(f"Cannot create the vault folder {str(vault)!r}: {exc.strerror}.") from exc
+        raise VaultError(f"Cannot make the vault {str(vault)!r}: {exc.strerror}.") from exc
     opened = engine.open_vault(vault, scan=False, readers=readers())
     try:
         report = engine.index_vault(opened)
     finally:
         opened.close()
     root = str(vault.resolve())
+    entry = {"mcpServers": {"lore": {"command": "lore-mcp", "args": ["--vault", root]}}}
     print(
-        f"lore: {root} is a vault. Serve it to an MCP client with `lore-mcp --vault {root}`;"
-        f' for Claude Code: claude mcp add lore -- lore-mcp --vault "{root}"',
+        f"lore: {root} is a vault. Serve it to an MCP client with `lore-mcp --vault {root}`.\n"
+        f'For Claude Code: claude mcp add lore -- lore-mcp --vault "{root}"\n'
+        f"or add to .mcp.json (or your client's MCP settings): {json.dumps(entry)}",
         file=sys.stderr,
     )
     return report
+
+
+def _ignore_cache(gitignore: Path) -> None:
+    """`.lore/cache/` in the vault's `.gitignore`, added once."""
+    text = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
+    if GITIGNORE_LINE not in text.splitlines():
+        ending = "" if not text or text.endswith("\n") else "\n"
+        gitignore.write_text(f"{text}{ending}{GITIGNORE_LINE}\n", encoding="utf-8")
 
 
 def _result(args: argparse.Namespace, vault: Path) -> BaseModel | _Source | _Text:

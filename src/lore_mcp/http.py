@@ -442,7 +442,7 @@ def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A socket bound to `host:port` (port 0: a free one), ready for uvicorn to listen on."""
+    """A socket bound to `host:port` (port 0: a free one) and listening, for uvicorn."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host.strip("[]"), port, type=socket.SOCK_STREAM
@@ -453,6 +453,10 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
+        # Listening now, so that a client that connects as soon as the address is
+        # announced waits in the backlog for uvicorn rather than being refused.
+        sock.listen(socket.SOMAXCONN)
+
     except OSError as exc:
         sock.close()
         raise LoreError(

@@ -12,12 +12,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 def _lean(schema: dict[str, Any]) -> None:
-    """Keep a result's JSON schema to what a client validates with: types and
-    structure, without titles and descriptions. Every session pays for the tools' output
-    schemas in its context; the fields are explained in the tools' descriptions and the
-    text the model reads."""
-    schema.pop("title", None)
-    schema.pop("description", None)
+    """Keep a result's JSON schema to what a client validates with: the types of the
+    fields and how they nest, without titles, descriptions, defaults or the list of
+    required fields (every result has them all; a client checks the types of what
+    comes). Every session pays for the tools' output schemas in its context; the fields
+    are explained in the tools' descriptions and the text the model reads."""
+    for noise in ("title", "description", "required"):
+        schema.pop(noise, None)
+
     for field in schema.get("properties", {}).values():
         for noise in ("title", "description", "default"):  # a default validates nothing
             field.pop(noise, None)

@@ -18,6 +18,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
@@ -25,20 +26,23 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     CallToolResult,
     Completion,
     CompletionArgument,
     GetPromptResult,
     InputRequiredResult,
+    JSONRPCNotification,
     JSONRPCRequest,
     PromptReference,
     ResourceTemplateReference,
     jsonrpc_message_adapter,
 )
+from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
-from lore_mcp import __version__, jsonrpc
+from lore_mcp import __version__, jsonrpc, schemas
 from lore_mcp import vault_ops as engine
 from lore_mcp.config import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from lore_mcp.errors import (
@@ -50,7 +54,9 @@ from lore_mcp.errors import (
     VaultBusyError,
 )
 from lore_mcp.index import is_damage
-from lore_mcp.stdio import screened_stdio
+from lore_mcp.middleware import Answers, ClientLog
+from lore_mcp.prompts import PROMPT_ARGUMENTS_WITH_PAGES, PROMPTS
+from lore_mcp.stdio import Verdict, screened_stdio
 from lore_mcp.tools import TOOLS, Served
 from lore_mcp.vault_ops import AppState
 
@@ -82,7 +88,19 @@ GUIDE = (
 
 
 class LoreServer(MCPServer[Served]):
-    """MCPServer, with arguments that fail validation answered in plain sentences."""
+    """MCPServer, with arguments that fail validation answered in plain sentences and
+    input schemas listed lean (`schemas`)."""
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [
+            tool.model_copy(
+                update={
+                    "input_schema": schemas.lean(tool.input_schema),
+                    "output_schema": tool.output_schema and schemas.inlined(tool.output_schema),
+                }
+            )
+            for tool in await super().list_tools()
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Served, Any] | None = None
@@ -134,17 +152,23 @@ def build_server(
             f"The result size limit must be at least {MIN_RESULT_CHARS} characters; "
             f"{max_result_chars} was asked for."
         )
+    client_log = ClientLog()
     server = LoreServer(
         "lore-mcp",
         title="lore-mcp",
         version=__version__,
         instructions=instructions(vault),
-        lifespan=_lifespan(Served(vault, max_result_chars), watch),
+        lifespan=_lifespan(Served(vault, max_result_chars), watch, client_log),
     )
-    for fn, hints in TOOLS:
-        if hints.read_only_hint or not vault.read_only:
-            description = inspect.cleandoc(fn.__doc__ or "")  # no docstring indentation
-            server.add_tool(fn, title=hints.title, description=description, annotations=hints)
+    server.middleware.append(
+        Answers(lambda served: instructions(served.vault), _page_resources, client_log)
+    )
+    for tool in TOOLS:
+        if tool.hints.read_only_hint or not vault.read_only:
+            description = inspect.cleandoc(tool.fn.__doc__ or "")  # no docstring indentation
+            server.add_tool(
+                tool.fn, title=tool.title, description=description, annotations=tool.hints
+            )
     server.resource(
         PAGE_TEMPLATE,
         name="page",
@@ -153,6 +177,9 @@ def build_server(
         "(lore://page/concepts/slugs); a title or a bare name works too.",
         mime_type="text/markdown",
     )(_page_reader(vault))
+    for prompt, title, writes in PROMPTS:
+        if not (writes and vault.read_only):
+            server.prompt(title=title)(prompt)
     server.completion()(_completer(vault))  # type: ignore[no-untyped-call]  # the SDK types it not
     return server
 
@@ -161,16 +188,17 @@ MAX_COMPLETIONS = 100  # what completion/complete may answer at once
 
 
 def _completer(vault: AppState) -> Callable[..., Any]:
-    """`completion/complete` for the page template's `slug`: the pages whose name
-    starts with, or holds, what was typed (as search_titles finds them), or the first
-    pages when nothing was typed yet."""
+    """`completion/complete` for the page template's `slug` and the prompt arguments
+    that name a page: the pages whose name starts with, or holds, what was typed (as
+    search_titles finds them), or the first pages when nothing was typed yet."""
 
     async def complete(
         ref: PromptReference | ResourceTemplateReference, argument: CompletionArgument, _: Any
     ) -> Completion | None:
-        if not isinstance(ref, ResourceTemplateReference) or ref.uri != PAGE_TEMPLATE:
-            return None
-        if argument.name != "slug":
+        if isinstance(ref, ResourceTemplateReference):
+            if ref.uri != PAGE_TEMPLATE or argument.name != "slug":
+                return None
+        elif (ref.name, argument.name) not in PROMPT_ARGUMENTS_WITH_PAGES:
             return None
         typed = argument.value.strip()
 
@@ -188,6 +216,45 @@ def _completer(vault: AppState) -> Callable[..., Any]:
         return Completion(values=values, total=total, has_more=total > len(values))
 
     return complete
+
+
+RESOURCES_PER_PAGE = 200  # pages in one resources/list answer; the cursor reads on
+
+
+async def _page_resources(
+    served: Served, cursor: str | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The vault's pages as resources (`lore://page/...`, by slug), a page of them from
+    `cursor` (where the last answer stopped), and the cursor that reads on, if any."""
+    try:
+        offset = int(cursor or 0)
+    except ValueError:
+        offset = -1
+    if offset < 0 or (cursor is not None and str(offset) != cursor):
+        raise MCPError(INVALID_PARAMS, f"Invalid cursor {cursor!r}: pass a nextCursor back")
+    vault = served.vault
+    await anyio.to_thread.run_sync(vault.ready.wait, abandon_on_cancel=True)
+    try:
+        listed = await anyio.to_thread.run_sync(
+            lambda: engine.list_pages(vault, offset=offset, limit=RESOURCES_PER_PAGE)
+        )
+    except LoreError as exc:
+        raise MCPError(INTERNAL_ERROR, str(exc)) from exc
+    resources = [
+        {
+            "uri": page_uri(page.slug),
+            "name": page.slug,
+            "title": page.title,
+            "mimeType": "text/markdown",
+        }
+        for page in listed.pages
+    ]
+    return resources, None if listed.next_offset is None else str(listed.next_offset)
+
+
+def page_uri(slug: str) -> str:
+    """The resource URI of the page `slug` names (`PAGE_TEMPLATE`)."""
+    return PAGE_TEMPLATE.replace("{+slug}", quote(slug, safe="/"))
 
 
 def _page_reader(vault: AppState) -> Callable[[str], str]:
@@ -232,7 +299,7 @@ class _Stopped(Exception):
 
 
 def _lifespan(
-    served: Served, watch: bool
+    served: Served, watch: bool, client_log: ClientLog
 ) -> Callable[[MCPServer[Served]], AbstractAsyncContextManager[Served]]:
     @asynccontextmanager
     async def lifespan(_: MCPServer[Served]) -> AsyncIterator[Served]:
@@ -240,10 +307,13 @@ def _lifespan(
         worker = threading.Thread(
             target=_prepare, args=(served.vault, watch, stop), name="lore-index", daemon=True
         )
+        logging.getLogger("lore_mcp").addHandler(client_log)
         worker.start()
         try:
             yield served
         finally:
+            logging.getLogger("lore_mcp").removeHandler(client_log)
+            client_log.close()
             stop.set()
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(_shut_down, served.vault, worker)
@@ -285,23 +355,28 @@ def run_stdio(server: MCPServer[Served], vault: AppState) -> None:
     with the SDK's transport, until stdin closes or SIGTERM or SIGINT asks for a stop.
     Lines the SDK cannot read are answered in front of it (`stdio.screened_stdio`)."""
     try:
-        with screened_stdio(_refusal):
+        with screened_stdio(_screen_line):
             anyio.run(_serve_stdio, server, vault)
     except* BrokenPipeError:  # its lifespan has closed the vault
         log.info("the client closed its end of stdout; stopped serving")
 
 
-def _refusal(line: str) -> str | None:
-    """Why the SDK's stdio transport cannot read `line`, or None when it can: the very
-    parse its reader makes, which drops whatever fails it. A request it reads as
-    something else (a notification when its id is of no valid type) it never answers."""
+def _screen_line(line: str) -> Verdict:
+    """Whether the SDK's stdio transport can read `line` (the very parse its reader
+    makes, which drops whatever fails it), and which request it is or cancels. A request
+    it reads as something else (a notification when its id is of no valid type) it
+    never answers, so that is refused too."""
     try:
         message = jsonrpc_message_adapter.validate_json(line, by_name=False)
     except Exception as exc:
-        return str(exc)
-    if not isinstance(message, JSONRPCRequest) and jsonrpc.is_request(line):
-        return "it has an id and a method but is no valid request"
-    return None
+        return Verdict(refused=str(exc))
+    if isinstance(message, JSONRPCRequest):
+        return Verdict(request=message.id)
+    if jsonrpc.is_request(line):
+        return Verdict(refused="it has an id and a method but is no valid request")
+    if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+        return Verdict(cancels=(message.params or {}).get("requestId"))
+    return Verdict()
 
 
 async def _serve_stdio(server: MCPServer[Served], vault: AppState) -> None:

@@ -22,8 +22,7 @@ from pydantic import Field
 
 from lore_mcp import audit, budget, render
 from lore_mcp import vault_ops as engine
-from lore_mcp.config import MAX_CONTENT_BYTES, MAX_NAME_CHARS, MAX_QUERY_CHARS, PAGE_ROWS
-from lore_mcp.edits import Mode
+from lore_mcp.config import PAGE_ROWS
 from lore_mcp.errors import LoreError
 from lore_mcp.models import (
     Backlinks,
@@ -36,6 +35,25 @@ from lore_mcp.models import (
     SaveResult,
     SearchResults,
     TitleMatches,
+)
+from lore_mcp.schemas import (
+    Centre,
+    Column,
+    Content,
+    Depth,
+    ExpectedHash,
+    Folder,
+    Heading,
+    LineOffset,
+    Name,
+    NewName,
+    Offset,
+    OldText,
+    Query,
+    ReadVersion,
+    RestoreVersion,
+    SaveMode,
+    limit_of,
 )
 from lore_mcp.vault_ops import AppState
 
@@ -60,106 +78,6 @@ class Served:
 
 
 Ctx = Context[Served, Any]
-
-Name = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=MAX_NAME_CHARS,
-        description="The page: a slug ('concepts/link-resolution'), a title "
-        "('Link Resolution') or a path ('concepts/Link Resolution.md'); case-insensitive",
-    ),
-]
-NewName = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=MAX_NAME_CHARS,
-        description="The new title ('New Title', same folder) or 'folder/New Title' to move it",
-    ),
-]
-# Characters here; the engine checks the real limit, 1 MiB of UTF-8 bytes.
-Content = Annotated[
-    str | None,
-    Field(
-        max_length=MAX_CONTENT_BYTES,
-        description="replace: the page's complete Markdown (at most 1 MiB of UTF-8); append, "
-        "prepend: the text to add; edit: the text that takes old_text's place; section: the "
-        "section's new body; restore: leave it out (the version is the content)",
-    ),
-]
-SaveMode = Annotated[
-    Literal[Mode, "restore"],
-    Field(
-        description="replace (the whole page), append (at the end), prepend (after the "
-        "frontmatter), edit (replace old_text), section (replace the body under heading), "
-        "restore (put back kept version `version`)"
-    ),
-]
-OldText = Annotated[
-    str | None,
-    Field(
-        min_length=1,
-        max_length=MAX_CONTENT_BYTES,
-        description="edit: the exact text to replace; it must occur once in the page",
-    ),
-]
-Heading = Annotated[
-    str | None,
-    Field(
-        min_length=1,
-        max_length=MAX_NAME_CHARS,
-        description="section: the section's heading, '## Decisions' or 'Decisions'",
-    ),
-]
-Folder = Annotated[
-    str, Field(max_length=MAX_NAME_CHARS, description="Only pages under this folder; empty for all")
-]
-Centre = Annotated[
-    str | None,
-    Field(max_length=MAX_NAME_CHARS, description="Centre page; leave out for the vault's shape"),
-]
-Depth = Annotated[int, Field(ge=1, le=3, description="How many links from the centre (1-3)")]
-Offset = Annotated[int, Field(ge=0, description="Rows to skip: 0, or a result's next_offset")]
-LineOffset = Annotated[
-    int,
-    Field(
-        ge=0,
-        description="Skip this many lines: 0 reads from the top; a page read in parts "
-        "gives the offset that reads on (next_offset)",
-    ),
-]
-Column = Annotated[
-    int,
-    Field(
-        ge=0,
-        description="Then skip this many characters of that line (next_column reads on)",
-    ),
-]
-Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
-ExpectedHash = Annotated[
-    str | None,
-    Field(
-        max_length=80,
-        description="The page's hash as read_page gave it: the write fails, changing "
-        "nothing, if the page has changed since (another agent wrote it). '' means the "
-        "page must not exist yet: the write only creates it",
-    ),
-]
-Version = Annotated[
-    int | None,
-    Field(
-        ge=1,
-        description="A kept version, 1 the newest (read_page's kept_versions says how many): "
-        "read_page reads it instead of the page; save_page with mode='restore' puts it "
-        "back (1 by default, which undoes the last change)",
-    ),
-]
-
-
-def _limit(what: str) -> Any:
-    return Field(ge=1, le=100, description=f"At most this many {what} (1-100)")
-
 
 # -- the boundary -------------------------------------------------------------------------
 
@@ -229,18 +147,12 @@ async def read_page(
     ctx: Ctx,
     offset: LineOffset = 0,
     column: Column = 0,
-    version: Version = None,
+    version: ReadVersion = None,
 ) -> Annotated[CallToolResult, PageView]:
-    """Read one page of the memory vault: its Markdown, the pages that link to it
-    (backlinks), the links it holds, and how many earlier versions the history keeps.
-
-    A placeholder (a page that is linked to but not written yet) reads as empty content
-    plus who links to it. An unknown name fails with the closest slugs; an ambiguous one
-    is resolved like a link and the other candidates are listed. A page too long for one
-    result is read in parts (the first says how many): call again with next_offset and
-    next_column; joined, the parts are the file exactly. With version=N, reads kept
-    version N instead (1 the newest; also of a deleted page), in parts the same way:
-    its text, when it was kept and which write replaced it."""
+    """Read a page: its Markdown, backlinks, links and kept_versions (history). A
+    placeholder (linked, not written yet) reads as empty. An unknown name fails with the
+    closest slugs; an ambiguous one lists the others. A long page comes in parts: call
+    again with next_offset and next_column. version=N reads kept version N instead."""
     view = await _call(ctx, lambda v: engine.read_page_or_version(v, slug, offset, column, version))
     return _result(ctx, view, render.page)
 
@@ -254,21 +166,16 @@ async def save_page(
     old_text: OldText = None,
     heading: Heading = None,
     expected_hash: ExpectedHash = None,
-    version: Version = None,
+    version: RestoreVersion = None,
 ) -> Annotated[CallToolResult, SaveResult]:
-    """Write a page: create it, change it, fill in a placeholder, or restore a version.
+    """Write a page: create, change, fill a placeholder, or restore.
 
-    mode replace (the default) sends the whole page; append and prepend add content at
-    its end or start, edit replaces the one occurrence of old_text with content, section
-    replaces the body under heading (up to the next heading of its level or higher).
-    Prefer them to a replace for a small change to a long page: nothing else is sent or
-    can be lost. A bare name changes the page of that name in any folder, else
-    replace, append and prepend create it at the top; a path ('notes/Idea', 'Idea.md')
-    means exactly that file. Links, search index and graph are updated in the same call;
-    the version replaced is kept in the history. mode restore (no content) puts back
-    kept version `version` as read_page(version=N) shows it (1, the newest, undoes the
-    last change; a deleted page comes back); what it replaces is kept in turn, so a
-    restore can be undone too. Only replace is idempotent."""
+    mode replace (default, the only idempotent one) sends the whole page; append, prepend,
+    edit (old_text becomes content) and section (the body under heading becomes content)
+    change part of it, safer for long pages; restore puts back kept version `version` (1
+    undoes the last change). A bare name writes that page in any folder, else creates it at
+    the top; a path ('notes/Idea') is exactly that file. Links, search and graph update in
+    the same call."""
     door = _door(ctx)
     saved = await _call(
         ctx,
@@ -290,9 +197,8 @@ async def save_page(
 async def delete_page(
     slug: Name, ctx: Ctx, expected_hash: ExpectedHash = None
 ) -> Annotated[CallToolResult, DeleteResult]:
-    """Delete a page. Its last version is kept in the vault's history (`lore restore`
-    brings it back). If other pages still link to it, it stays on as a placeholder. The
-    name must match one page only."""
+    """Delete a page; save_page with mode='restore' can bring it back. A page still
+    linked to stays on as a placeholder."""
     door = _door(ctx)
     deleted = await _call(
         ctx, lambda v: engine.delete_page(v, slug, door=door, expected_hash=expected_hash)
@@ -303,10 +209,8 @@ async def delete_page(
 async def rename_page(
     slug: Name, new_name: NewName, ctx: Ctx, expected_hash: ExpectedHash = None
 ) -> Annotated[CallToolResult, RenameResult]:
-    """Rename or move a page and rewrite every [[link]] that pointed at it, in every
-    page (aliases, headings and embeds are kept). Nothing is lost. The name must match
-    one page only, and the new name must be free. The result counts what it rewrote and
-    names the first pages; get_backlinks of the new name lists all that link to it."""
+    """Rename or move a page and rewrite every [[link]] to it (aliases, headings and
+    embeds kept). The new name must be free."""
     door = _door(ctx)
     renamed = await _call(
         ctx,
@@ -318,20 +222,17 @@ async def rename_page(
 async def list_pages(
     ctx: Ctx,
     folder: Folder = "",
-    include_placeholders: Annotated[
-        bool, Field(description="Also list placeholders (linked, not written yet)")
-    ] = False,
+    include_placeholders: Annotated[bool, Field(description="Also list placeholders")] = False,
     offset: Offset = 0,
-    limit: Annotated[int, _limit("pages")] = 100,
+    limit: Annotated[int, limit_of("pages")] = 100,
     *,
     sort: Annotated[
         Literal["slug", "modified"],
-        Field(description="slug: by slug (default); modified: the latest modified first"),
+        Field(description="By slug, or the latest modified first"),
     ] = "slug",
 ) -> Annotated[CallToolResult, PageList]:
-    """List pages with how many links go out and come in and when each file was last
-    modified: by slug, or with sort="modified" the latest first (what changed lately).
-    Page on with offset=next_offset."""
+    """List pages with their links out and in and when each was modified, by slug or
+    the latest modified first (what changed lately)."""
     listing = await _call(
         ctx, lambda v: engine.list_pages(v, folder, include_placeholders, offset, limit, sort=sort)
     )
@@ -341,19 +242,14 @@ async def list_pages(
 async def search(
     query: Annotated[Query, Field(description="Words to find; any text is safe to send")],
     ctx: Ctx,
-    limit: Annotated[int, _limit("hits")] = 10,
-    offset: Annotated[
-        int, Field(ge=0, description="Skip this many of the best limit hits: 0, or next_offset")
-    ] = 0,
+    limit: Annotated[int, limit_of("hits")] = 10,
+    offset: Offset = 0,
 ) -> Annotated[CallToolResult, SearchResults]:
-    """Full-text search over every page, best match first. A page matches when it holds
-    any word of the query (question words, articles and the like aside); pages holding
-    all of them, or holding them in their title or aliases or as a phrase, rank first.
-    English words find their other forms (embedding: embed), case and accents never
-    matter, "quoted phrases" match exactly, C++, .NET, node.js, v1.10 match as written,
-    #tag words keep to pages with that tag, and the last word also matches longer words
-    it starts. Each hit has its best passage, matches marked. Any script, CJK included.
-    A result cut to fit pages on with the same limit and offset=next_offset."""
+    """Full-text search, best first. Pages holding any query word match; all words, a
+    phrase, or words in the title or aliases rank higher. Word forms, case and accents do
+    not matter; "quoted phrases" match exactly; C++, .NET, v1.10 match as written; #tag
+    keeps to tagged pages; the last word matches as a prefix; any script. Each hit has its
+    best passage."""
     results = await _call(ctx, lambda v: engine.search(v, query, limit, offset))
     return _result(ctx, results, render.hits)
 
@@ -361,12 +257,11 @@ async def search(
 async def search_titles(
     query: Annotated[Query, Field(description="A page name, or part of one")],
     ctx: Ctx,
-    limit: Annotated[int, _limit("matches")] = 20,
+    limit: Annotated[int, limit_of("matches")] = 20,
     offset: Offset = 0,
 ) -> Annotated[CallToolResult, TitleMatches]:
-    """Find pages by title or slug: exact matches first, then prefixes, substrings and
-    close spellings. Use it to learn what a page is called; placeholders are flagged.
-    Page on with offset=next_offset."""
+    """Find pages by title or slug: exact, prefix, substring, then close spellings. Use
+    it to learn what a page is called."""
     matches = await _call(ctx, lambda v: engine.search_titles(v, query, limit, offset))
     return _result(ctx, matches, render.title_matches)
 
@@ -375,13 +270,12 @@ async def get_backlinks(
     slug: Name,
     ctx: Ctx,
     include_unlinked: Annotated[
-        bool, Field(description="Also find pages that mention the title without linking")
+        bool, Field(description="Also plain mentions of the title")
     ] = False,
     offset: Offset = 0,
 ) -> Annotated[CallToolResult, Backlinks]:
-    """The lines in other pages that link to this page, with line numbers; optionally
-    also plain-text mentions of its title that are not links yet (after the links).
-    Counts cover all rows; page on with offset=next_offset."""
+    """The lines that link to this page, with line numbers; optionally plain mentions
+    of its title that are no links yet."""
     backlinks = await _call(
         ctx, lambda v: engine.get_backlinks(v, slug, include_unlinked, offset, PAGE_ROWS)
     )
@@ -391,36 +285,52 @@ async def get_backlinks(
 async def get_graph(
     ctx: Ctx, slug: Centre = None, depth: Depth = 1, offset: Offset = 0
 ) -> Annotated[CallToolResult, GraphResult]:
-    """The link graph. With a slug: the pages within `depth` links of it (either
-    direction, nearest first) and the links between them. Without: the vault's shape -
-    counts, orphan pages (no links in or out), unreferenced pages (nothing links to
-    them), the most linked pages and unresolved link targets. Counts cover all rows; page
-    on with offset=next_offset (the pages, or the shape's four lists together)."""
+    """The link graph: with a slug, the pages within `depth` links of it and their links;
+    without, the vault's shape (counts, orphans, unreferenced and most linked pages,
+    unresolved targets)."""
     limit = PAGE_ROWS if slug and slug.strip() else None
     graph = await _call(ctx, lambda v: engine.get_graph(v, slug, depth, offset, limit))
     return _result(ctx, graph, render.graph)
 
 
-def _hints(
-    title: str, *, read_only: bool = False, destructive: bool = False, idempotent: bool = True
-) -> ToolAnnotations:
-    return ToolAnnotations(
-        title=title,
-        read_only_hint=read_only,
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the server lists it: its function, its title, and its hints."""
+
+    fn: Callable[..., Any]
+    title: str
+    hints: ToolAnnotations
+
+
+def _tool(
+    fn: Callable[..., Any],
+    title: str,
+    *,
+    read_only: bool = False,
+    destructive: bool = False,
+    idempotent: bool = True,
+) -> ToolSpec:
+    """A read-only tool needs no destructive or idempotent hint: the spec ignores them
+    then, and every session would pay for them in `tools/list`."""
+    if read_only:
+        return ToolSpec(fn, title, ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    hints = ToolAnnotations(
+        read_only_hint=False,
         destructive_hint=destructive,
         idempotent_hint=idempotent,
         open_world_hint=False,
     )
+    return ToolSpec(fn, title, hints)
 
 
-TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
-    (read_page, _hints("Read a page", read_only=True)),
-    (save_page, _hints("Save a page", destructive=True, idempotent=False)),
-    (delete_page, _hints("Delete a page", destructive=True)),
-    (rename_page, _hints("Rename a page", idempotent=False)),
-    (list_pages, _hints("List pages", read_only=True)),
-    (search, _hints("Search page text", read_only=True)),
-    (search_titles, _hints("Find pages by title", read_only=True)),
-    (get_backlinks, _hints("Show backlinks", read_only=True)),
-    (get_graph, _hints("Show the link graph", read_only=True)),
+TOOLS: list[ToolSpec] = [
+    _tool(read_page, "Read a page", read_only=True),
+    _tool(save_page, "Save a page", destructive=True, idempotent=False),
+    _tool(delete_page, "Delete a page", destructive=True),
+    _tool(rename_page, "Rename a page", idempotent=False),
+    _tool(list_pages, "List pages", read_only=True),
+    _tool(search, "Search page text", read_only=True),
+    _tool(search_titles, "Find pages by title", read_only=True),
+    _tool(get_backlinks, "Show backlinks", read_only=True),
+    _tool(get_graph, "Show the link graph", read_only=True),
 ]
