@@ -252,12 +252,15 @@ def _ui_command(command: Callable[[str, str, str], argparse.ArgumentParser]) -> 
     p = command(
         "ui",
         "a local web app for people: pages, the graph, and what changed (with restore)",
-        "Serve a web app on 127.0.0.1 showing the vault's pages, its link graph and the "
-        "audit log as a timeline, each change with its diff and a restore of any kept "
+        "Serve a web app on 127.0.0.1 showing the vault's pages, its link graph and the\n"
+        "audit log as a timeline, each change with its diff and a restore of any kept\n"
         "version. It prints its address with a random token; nothing answers without it.",
     )
     p.add_argument(
-        "--port", type=_number(0, 65535), default=8766, help="default 8766; 0 picks a free one"
+        "--port",
+        type=_number(0, 65535),
+        default=8766,
+        help="the port to listen on (default: 8766; 0 picks a free one)",
     )
     p.add_argument("--open", action="store_true", help="open the address in a browser")
     p.add_argument("--read-only", action="store_true", help="refuse every change (no restore)")
