@@ -105,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         "links; the graph view draws the 2000 most linked)"
     )
     print(_line("whole-vault graph, drawn (page)", [t["drawn"] for _, t in graphs], 2000))
-    print(_line("  of which data fetched", [t["fetched"] for _, t in graphs], 2000))
-    print(_line("  of which laid out", [t["laidOut"] for _, t in graphs], 2000))
+    print(_line("  its data fetched by", [t["fetched"] for _, t in graphs], 2000))
+    print(_line("  laid out by", [t["laidOut"] for _, t in graphs], 2000))
     print(_line("whole-vault graph, wall clock", [wall for wall, _ in graphs], 2000))
     print(_line("page view (most linked), loaded", [loaded for _, loaded in pages], 200))
     print(_line("page view (most linked), wall", [wall for wall, _ in pages], 200))
