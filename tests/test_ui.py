@@ -307,3 +307,10 @@ def test_a_deleted_page_comes_back_from_its_change(state: AppState) -> None:
         answer = client.post("/restore", data={"name": "/Gone.md", "version": "1"}, headers=ORIGIN)
         assert answer.status_code == 200 and "Version 1 was restored" in answer.text
     assert (state.root / "Gone.md").read_bytes() == data
+
+
+def test_a_page_links_to_its_changes(brain: AppState, ui: TestClient) -> None:
+    _changed_index(brain)
+    page = ui.get("/page/index").text
+    assert 'href="/activity?page=Index.md"' in page
+    assert ui.get("/activity?page=Index.md").text.count('class="change"') == 1
