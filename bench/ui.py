@@ -28,7 +28,7 @@ from bench.generate import generate
 from lore_mcp import vault_ops as engine
 from lore_mcp.ui.app import Background
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"  # Debian's package
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import sync_playwright
 
 from lore_mcp import audit
 from lore_mcp import vault_ops as engine
@@ -23,21 +24,19 @@ from lore_mcp.vault_ops import AppState
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"  # Debian's package
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
 VIEWPORT = {"width": 1280, "height": 800}
 
-playwright_api = pytest.importorskip("playwright.sync_api")
-
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if shutil.which("chromium") is None and not Path(CHROMIUM).exists():
+    if not Path(CHROMIUM).exists():
         pytest.fail("chromium is not installed: apt-get install -y chromium (.ci/run does)")
-    with playwright_api.sync_playwright() as driver:
+    with sync_playwright() as driver:
         launched = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield launched
         launched.close()
