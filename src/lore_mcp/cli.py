@@ -209,6 +209,7 @@ def build_parser(serve_prog: str = "lore serve") -> argparse.ArgumentParser:
         parser.speaks_for = p
     _init_command(command)
     command("vaults", "the vaults --vault, --config or the config file give, the first the default")
+    _ui_command(command)
     parser.usages = [sub_parser.format_usage() for sub_parser in sub.choices.values()]
     return parser
 
@@ -234,6 +235,12 @@ def _listing_commands(
     p.add_argument(
         "--offset", type=_number(0, 2**31), default=0, help="skip N rows of each list (the shape)"
     )
+    p.add_argument(
+        "--format",
+        choices=("json", "graphml", "dot", "mermaid"),
+        help="write every node and edge (of the vault, or of the neighbourhood) in this "
+        "format for other tools, instead of the shape",
+    )
 
 
 def _init_command(command: Callable[[str, str, str], argparse.ArgumentParser]) -> None:
@@ -244,6 +251,27 @@ def _init_command(command: Callable[[str, str, str], argparse.ArgumentParser]) -
         "print how to serve it to an MCP client.",
     )
     p.add_argument("vault_arg", nargs="?", metavar="VAULT", help="the folder (or --vault)")
+
+
+def _ui_command(command: Callable[[str, str, str], argparse.ArgumentParser]) -> None:
+    p = command(
+        "ui",
+        "a local web app for people: pages, the graph, and what changed (with restore)",
+        "Serve a web app on 127.0.0.1 showing the vault's pages, its link graph and the\n"
+        "audit log as a timeline, each change with its diff and a restore of any kept\n"
+        "version. It prints its address with a random token; nothing answers without it.",
+    )
+    p.add_argument(
+        "--port",
+        type=_number(0, 65535),
+        default=8766,
+        help="the port to listen on (default: 8766; 0 picks a free one)",
+    )
+    p.add_argument("--open", action="store_true", help="open the address in a browser")
+    p.add_argument("--read-only", action="store_true", help="refuse every change (no restore)")
+    p.add_argument(
+        "--no-watch", action="store_true", help="do not watch the folder for outside edits"
+    )
 
 
 def _history_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
@@ -431,6 +459,10 @@ def main(argv: Sequence[str] | None = None, *, serve_prog: str = "lore serve") -
             return _serve(args)
         if args.command == "vaults":
             commands.list_vaults(_specs(args), default_config_path(), as_json=args.json)
+            return EXIT_OK
+        if args.command == "ui":
+
+            commands.run_ui(args, _vault_path(args))
             return EXIT_OK
         return EXIT_OK if commands.run(args, _vault_path(args)) else EXIT_FAILED
     except SystemExit as exc:  # argparse: --help, --version, usage errors

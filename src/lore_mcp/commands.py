@@ -52,6 +52,26 @@ def run(args: argparse.Namespace, vault: Path) -> bool:
     return True
 
 
+def run_ui(args: argparse.Namespace, vault: Path) -> None:
+    """`lore ui`: open the vault (watched unless --no-watch) and serve the web app on the
+    loopback address until Ctrl-C."""
+    from lore_mcp import ui
+
+    with _logging_to_stderr(args.log_level or "WARNING"):
+        with _progress(always=False) as progress:
+            opened = engine.open_vault(
+                vault, read_only=args.read_only, progress=progress, readers=readers()
+            )
+        try:
+            if not args.no_watch:
+                from lore_mcp.watcher import start_watcher
+
+                start_watcher(opened)
+            ui.serve(opened, port=args.port, read_only=args.read_only, open_browser=args.open)
+        finally:
+            opened.close()
+
+
 HOME_PAGE = """# Home
 
 This folder is a persistent memory for AI agents: Markdown pages joined by [[wiki links]],
@@ -106,7 +126,7 @@ def _ignore_cache(gitignore: Path) -> None:
         gitignore.write_text(f"{text}{ending}{GITIGNORE_LINE}\n", encoding="utf-8")
 
 
-def _result(args: argparse.Namespace, vault: Path) -> BaseModel | _Source:
+def _result(args: argparse.Namespace, vault: Path) -> BaseModel | _Source | _Text:
     content = _stdin_text(args.command) if args.command in STDIN_WRITES else None
     if args.command == "log":
         since = None if args.since is None else _since(args.since)
@@ -182,11 +202,23 @@ class _Source:
     data: bytes | None
 
 
+@dataclass(frozen=True, slots=True)
+class _Text:
+    """Output that is already text in its own format (`lore graph --format`)."""
+
+    text: str
+
+
 def _call(
     vault: engine.AppState, args: argparse.Namespace, content: str | None
-) -> BaseModel | _Source:
+) -> BaseModel | _Source | _Text:
     """The one engine operation the command names."""
     match args.command:
+        case "graph" if args.format is not None:
+            from lore_mcp import graph_formats
+
+            exported = engine.export_graph(vault, args.name, args.depth)
+            return _Text(graph_formats.write(exported, args.format))
         case "read" if args.version is not None:
             return _Source(*engine.version_source(vault, args.name, args.version))
         case "read":
@@ -259,8 +291,10 @@ def _write_bytes(data: bytes) -> None:
     sys.stdout.buffer.flush()
 
 
-def _print(result: BaseModel | _Source, as_json: bool, every_row: bool = False) -> None:
-    if isinstance(result, _Source):
+def _print(result: BaseModel | _Source | _Text, as_json: bool, every_row: bool = False) -> None:
+    if isinstance(result, _Text):
+        _write(result.text)
+    elif isinstance(result, _Source):
         if as_json:
             _write(result.page.model_dump_json(indent=2) + "\n")
         else:

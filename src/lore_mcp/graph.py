@@ -85,6 +85,11 @@ class LinkGraph:
     def out_degree(self, key: str) -> int:
         return int(self._g.out_degree(key)) if key in self._g else 0
 
+    def degrees(self) -> dict[str, tuple[int, int]]:
+        """Every node's links in and out, in one pass."""
+        outs = dict(self._g.out_degree())
+        return {key: (int(n), int(outs[key])) for key, n in self._g.in_degree()}
+
     def edge_count(self) -> int:
         return int(self._g.number_of_edges())
 
@@ -136,3 +141,14 @@ class LinkGraph:
             if bool(placeholder) == placeholders
         )
         return heapq.nsmallest(count, (p for p in pool if p[1] > 0), key=lambda p: (-p[1], p[0]))
+
+
+def graphml(
+    nodes: Iterable[tuple[str, dict[str, str | int | bool]]], edges: Iterable[tuple[str, str]]
+) -> str:
+    """GraphML of a directed graph: nodes by id with their attributes, then edges, as
+    networkx writes it (keys declared with their types, so other tools read them back)."""
+    g: nx.DiGraph[str] = nx.DiGraph()
+    g.add_nodes_from(nodes)
+    g.add_edges_from(edges)
+    return "\n".join(nx.generate_graphml(g)) + "\n"

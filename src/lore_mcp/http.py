@@ -378,6 +378,17 @@ def _digest(secret: bytes) -> bytes:
     return hashlib.sha256(secret).digest()
 
 
+def token_digest(token: str) -> bytes:
+    """What a token is checked against: its digest, so that `same_token` compares values
+    of one length and does not even reveal the token's."""
+    return _digest(check_token(token, "the server's settings").encode("ascii"))
+
+
+def same_token(given: bytes, digest: bytes) -> bool:
+    """Whether `given` is the token of `digest`, compared in constant time."""
+    return hmac.compare_digest(_digest(given), digest)
+
+
 class MisreadRequests:
     """Pure ASGI middleware for the one malformed body the SDK does not answer over HTTP:
     a request whose id is of no valid type (null, a boolean, an object), which it takes
@@ -497,7 +508,7 @@ def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
 
     uvicorn runs in a thread of its own, so the signals reach this thread, which asks it
     to stop (uvicorn takes signals itself only in the main thread, and re-raises them)."""
-    sock = _bind(options.host, options.port)
+    sock = bind(options.host, options.port)
     refusals = RefusalLog()
     app = http_app(
         server,
@@ -551,7 +562,7 @@ def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
             signal.signal(sig, handler)
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int) -> socket.socket:
     """A socket bound to `host:port` (port 0: a free one) and listening, for uvicorn."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
@@ -566,7 +577,6 @@ def _bind(host: str, port: int) -> socket.socket:
         # Listening now, so that a client that connects as soon as the address is
         # announced waits in the backlog for uvicorn rather than being refused.
         sock.listen(socket.SOMAXCONN)
-
     except OSError as exc:
         sock.close()
         raise LoreError(

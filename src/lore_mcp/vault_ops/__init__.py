@@ -3,8 +3,9 @@ watcher and the tests all come through here, so the doors cannot drift apart, an
 of these operations heals a damaged index the same way (see `heal`)."""
 
 from lore_mcp.vault_ops import doctor as _doctor
-from lore_mcp.vault_ops import pages, queries, rename, versions
+from lore_mcp.vault_ops import export, pages, queries, rename, versions
 from lore_mcp.vault_ops.core import AppState, last_index_count
+from lore_mcp.vault_ops.export import ExportGraph, ExportNode
 from lore_mcp.vault_ops.heal import heals
 from lore_mcp.vault_ops.open import (
     apply_external_changes,
@@ -22,6 +23,7 @@ read_source = heals(pages.read_source)
 save_page = heals(pages.save_page)
 get_backlinks = heals(queries.get_backlinks)
 get_graph = heals(queries.get_graph)
+export_graph = heals(export.export_graph)
 list_pages = heals(queries.list_pages)
 search = heals(queries.search)
 search_titles = heals(queries.search_titles)
@@ -35,10 +37,13 @@ version_source = heals(versions.version_source)
 
 __all__ = [
     "AppState",
+    "ExportGraph",
+    "ExportNode",
     "apply_external_changes",
     "changed_on_disk",
     "delete_page",
     "doctor",
+    "export_graph",
     "get_backlinks",
     "get_graph",
     "index_vault",
