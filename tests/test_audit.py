@@ -167,6 +167,7 @@ def _write_many(root: str, prefix: str, count: int) -> None:
         state.close()
 
 
+@pytest.mark.slow
 def test_many_writes_at_once_give_whole_lines(vault_dir: Path) -> None:
     """Two threads with their own connections and two processes append at once; every
     line is one complete record and none is lost."""

@@ -160,6 +160,7 @@ def test_a_small_result_is_left_as_it_is(big_dir: Path) -> None:
     assert view.truncated is False and view.note is None
 
 
+@pytest.mark.slow
 def test_a_page_without_headings_is_cut_at_line_breaks(big_dir: Path) -> None:
     parts = read_all(lambda at: fitted_page(big_dir, "Plain", at, 3000))
     assert len(parts) > 10

@@ -409,6 +409,7 @@ def test_a_closed_pipe_ends_quietly(
 # -- as a real process ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_subprocess_round_trip_and_json(brain_dir: Path) -> None:
     vault = ("--vault", str(brain_dir))
     indexed = lore("index", str(brain_dir))

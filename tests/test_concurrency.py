@@ -7,6 +7,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from helpers import assert_matches_fresh, placeholder_slugs, snapshot
 from lore_mcp import vault_ops as ops
 from lore_mcp.vault_ops import AppState
@@ -82,6 +84,7 @@ finally:
 """
 
 
+@pytest.mark.slow
 def test_two_processes_lose_no_write(vault_dir: Path) -> None:
     count = 80
     ops.open_vault(vault_dir).close()

@@ -342,6 +342,7 @@ def test_a_truncated_index_under_a_running_server(brain_dir: Path, size: int) ->
         assert first.close() == 0
 
 
+@pytest.mark.slow
 def test_a_running_server_heals_an_index_emptied_under_it(brain_dir: Path) -> None:
     """`lore.db` emptied while a server has it open and no other comes: its next calls
     rebuild the index and answer (a read used to wait for ever on its own lock)."""

@@ -256,6 +256,7 @@ def save_request(slug: str) -> tuple[dict[str, str], bytes]:
 FLOOD = 150  # refused requests sent one after another
 
 
+@pytest.mark.slow
 async def test_every_bad_header_gets_401_and_touches_nothing(brain_dir: Path) -> None:
     before = files(brain_dir)
     headers, body = save_request("intruder/Written")

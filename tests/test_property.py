@@ -115,6 +115,7 @@ def run(root: Path, steps: list[tuple[str, str, str]]) -> None:
         ("delete", "Delta Page", ""),
     ]
 )
+@pytest.mark.slow
 def test_random_operations_match_fresh_index(steps: list[tuple[str, str, str]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run(Path(tmp), steps)
@@ -154,6 +155,7 @@ def _write_files(root: Path, files: dict[str, str | None], mtime_ns: int) -> Non
     changes={"beta": "[[Alpha]]\n", "notes/Gamma": "[[beta]]\n"},
     batch_size=1,
 )
+@pytest.mark.slow
 def test_a_pass_in_batches_matches_a_fresh_index(
     before: dict[str, str], changes: dict[str, str | None], batch_size: int
 ) -> None:

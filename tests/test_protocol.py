@@ -222,6 +222,7 @@ def test_a_burst_of_garbage_then_a_clean_exit(server: RawServer, vault: Path) ->
     assert page_files(vault) == page_files(BRAIN) | {"After.md"}
 
 
+@pytest.mark.slow
 def test_garbage_before_initialize(tmp_path: Path) -> None:
     with RawServer(tmp_path, "--no-watch", "--log-level", "WARNING") as raw:
         raw.send_line(b"{not json")

@@ -114,6 +114,7 @@ def params(*args: str) -> StdioServerParameters:
         pytest.param([*LORE, "serve"], id="lore", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.slow
 async def test_stdio_read_only_with_a_budget(brain_dir: Path, entry: list[str]) -> None:
     write(brain_dir, "Long.md", "".join(f"## Part {i}\n{'text ' * 30}\n" for i in range(200)))
     before = files(brain_dir)

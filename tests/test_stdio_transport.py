@@ -175,6 +175,7 @@ def big_page() -> str:
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 def test_a_multi_megabyte_page_goes_in_and_comes_back_whole(
     brain_dir: Path, log: Path, kind: str
 ) -> None:
@@ -273,6 +274,7 @@ os.write(1, json.dumps(after).encode() + b"\\n")
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 def test_stray_output_goes_to_stderr_never_to_the_client(
     brain_dir: Path, log: Path, kind: str
 ) -> None:

@@ -163,6 +163,7 @@ CALLS = {"modern": st.booleans(), "steps": st.lists(tool_call(), min_size=1, max
 
 @settings(FUZZ, max_examples=10)
 @given(**CALLS)
+@pytest.mark.slow
 def test_random_tool_calls_never_crash(
     modern: bool, steps: list[tuple[str, dict[str, Any]]]
 ) -> None:

@@ -304,6 +304,7 @@ def test_burst_is_applied_in_few_batches(watch: Start) -> None:
     assert 1 <= len(w.recorder.batches) <= 3, [len(b) for b in w.recorder.batches]
 
 
+@pytest.mark.slow
 def test_continuous_stream_is_applied_before_it_ends(watch: Start) -> None:
     """Files change more often than the debounce lets a batch wait: one is applied
     anyway, `max_delay` after the first change, while the stream goes on."""
@@ -403,6 +404,7 @@ def test_persistent_errors_end_in_a_full_pass(
     assert wait_until(lambda: ["Two.md"] in calls)
 
 
+@pytest.mark.slow
 def test_falls_back_to_polling(watch: Start, caplog: pytest.LogCaptureFixture) -> None:
     def no_inotify() -> NoReturn:
         raise OSError(28, "inotify watch limit reached")
@@ -567,6 +569,7 @@ def test_stop_does_not_wait_for_the_first_index_pass(vault_dir: Path) -> None:
     state.close()
 
 
+@pytest.mark.slow
 def test_stopping_while_files_change_logs_no_error(
     vault_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
