@@ -268,7 +268,7 @@ def test_common_words_take_a_window(vault_dir: Path) -> None:
         write(vault_dir, f"Note {i:02}.md", f"memory and recall, page {i}.\n")
     write(vault_dir, "Memory.md", "About memory, and the rare word quasar.\n")
     opened = ops.open_vault(vault_dir)
-    small = finder.Limits(exact_count=4, rare_pages=4, window=3, names=2, loose=2)
+    small = finder.Limits(exact_count=4, rare_pages=4, window=3, candidates=3, names=2)
     table = opened.index.search
     try:
 
