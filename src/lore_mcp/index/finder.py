@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from lore_mcp.index import ranking, snippets, terms
 from lore_mcp.index.languages import query_languages
-from lore_mcp.index.search import HIGHLIGHT_MAX_BYTES, SearchRow, SearchTable
+from lore_mcp.index.search import CUT, HIGHLIGHT_MAX_BYTES, SearchRow, SearchTable
 from lore_mcp.index.stems import Stemmer, bases
 
 
@@ -39,15 +39,16 @@ class Limits:
 
     exact_count: int = 2000  # pages per term counted one by one
     rare_pages: int = 1500  # pages ranked in full, all the rarest terms together
-    window: int = 600  # pages ranked (the first by id) when the terms are common
+    window: int = 200  # pages ranked (the first by id) when the terms are common
     candidates: int = 30  # rows a ranked statement returns, at least (3 x the hits wanted)
-    names: int = 30  # pages found by name
+    names: int = 20  # pages found by name
 
 
 MAX_FORMS = 4  # inflections of a word looked for
 MAX_STEMS = 3  # stems of a word, in the other languages, looked for
 COMPLETION_PAGES = 10  # pages whose words tell what the last word may be the start of
 COMPLETIONS = 8  # words the last word may be the start of
+SNIPPET_TOKENS = snippets.WORDS  # words FTS5 chooses a passage of
 BONUS_PAGES = 2  # times the hits wanted: the best candidates looked at for phrases
 
 
@@ -246,11 +247,10 @@ class _Finder:
         names = self.table.names_of(ids)
         folded = query.folded
         self.weights = self._weights(deciding)
+        starts = [(r, _starts(r, self.stemmer)) for r in deciding]
         for page, candidate in found.items():
             text = names.get(page, "")
-            candidate.named = sum(
-                self.weights[r.key] for r in deciding if _names_hold(r, text, self.stemmer)
-            )
+            candidate.named = sum(self.weights[r.key] for r, s in starts if _names_hold(r, s, text))
             lines = text.split("\n")
             candidate.exact_name = any(" ".join(terms.fold(n).split()) == folded for n in lines)
         self._holding(deciding, ids)
@@ -258,11 +258,11 @@ class _Finder:
             self._coverage(deciding, [p for p in ids if not found[p].holds_all])
         order = ranking.ranked(found, len(deciding))
         if query.bonus:
-            top = order[: BONUS_PAGES * limit]
-            patterns = [self._phrase_pattern(words) for words in query.bonus]
-            for page, _ in top:
-                body = terms.fold(self.table.body(page))
-                found[page].bonus = sum(1 for p in patterns if p.search(body)) / len(patterns)
+            top = sorted(page for page, _ in order[: BONUS_PAGES * limit])
+            for words in query.bonus:
+                phrase = terms.quote(terms.fts_text(" ".join(words)))
+                for page in self.table.matching_among(phrase, top):
+                    found[page].bonus += 1 / len(query.bonus)
             order = ranking.ranked(found, len(deciding))
         return order
 
@@ -319,12 +319,6 @@ class _Finder:
         for page, share in held.items():
             self.found[page].held = share
 
-    def _phrase_pattern(self, words: tuple[str, ...]) -> re.Pattern[str]:
-        if len(words) == 1:  # Chinese or Japanese
-            return re.compile(re.escape(words[0]))
-        parts = [re.escape(_word_start(w, self.stemmer.forms(w))) + r"\w*" for w in words]
-        return re.compile(r"(?<![^\W_])" + r"[\W_]+".join(parts))
-
     # -- results ----------------------------------------------------------------------
 
     def rows(
@@ -361,7 +355,12 @@ class _Finder:
         matches = [r.match for r in deciding if r.match]
         marked = None
         if matches and size <= HIGHLIGHT_MAX_BYTES:
-            marked = self.table.highlighted(page, " OR ".join(matches))
+            marked = self.table.snippet(page, " OR ".join(matches), SNIPPET_TOKENS)
+        if marked is not None and CUT in marked:  # FTS5 chose the passage
+            before, after = marked.startswith(CUT), marked.endswith(CUT)
+            shown = snippets.passage(marked.replace(CUT, " "), SNIPPET_TOKENS)
+            shown = shown.removeprefix("…").removesuffix("…")
+            return ("…" if before else "") + shown + ("…" if after else "")
         if marked is None:
             words = [w for r in deciding for w in (*r.term.words, *_plain_forms(r))]
             marked = snippets.mark(self.table.body(page), words if matches else [])
@@ -375,24 +374,35 @@ def _any(resolved: Sequence[_Resolved]) -> str:
     return " OR ".join(r.match or "" for r in resolved)
 
 
-def _names_hold(resolved: _Resolved, names: str, stemmer: Stemmer) -> bool:
+def _starts(resolved: _Resolved, stemmer: Stemmer) -> list[str]:
+    """What a term's words start with in any inflection (Chinese and Japanese: the
+    piece itself)."""
+    return [
+        w if terms.is_cjk(w[:1]) else _word_start(w, stemmer.forms(w))
+        for w in resolved.term.words
+        if w
+    ]
+
+
+def _names_hold(resolved: _Resolved, starts: list[str], names: str) -> bool:
     """Whether a page's names (title and aliases) hold a term: each of its words as the
     start of a word of theirs, about as the tokenizer would find it."""
-    if not names:
+    if not names or not starts:
         return False
     if resolved.term.symbol is not None:
         return resolved.term.symbol in names.lower()
     folded = terms.fold(names)
-    tokens = re.findall(r"[^\W_]+", folded)
-    for word in resolved.term.words or ():
-        if terms.is_cjk(word[:1]):
-            if word not in folded:
+    tokens = _NAME_WORD.findall(folded)
+    for start in starts:
+        if terms.is_cjk(start[:1]):
+            if start not in folded:
                 return False
-            continue
-        start = _word_start(word, stemmer.forms(word))
-        if not any(t.startswith(start) for t in tokens):
+        elif not any(t.startswith(start) for t in tokens):
             return False
     return True
+
+
+_NAME_WORD = re.compile(r"[^\W_]+")
 
 
 def _word_start(word: str, forms: tuple[str, ...]) -> str:

@@ -45,6 +45,7 @@ SEARCH_TABLES = ("fts", "symbols")
 BODY = 2  # the body's column, for highlight()
 TEXT = "{headings body}"  # the columns of a page's own text
 HIGHLIGHT_MAX_BYTES = 256 * 1024  # longer pages are marked here, not by FTS5
+CUT = "\x04"  # where a snippet from FTS5 left text out
 
 
 class SearchRow(NamedTuple):
@@ -165,6 +166,17 @@ class SearchTable:
             "WHERE fts MATCH ? AND rowid = ?"
         )
         row = self._conn.execute(sql, (match, page_id)).fetchone()
+        return None if row is None else str(row[0])
+
+    def snippet(self, page_id: int, match: str, tokens: int) -> str | None:
+        """FTS5's own choice of the page's passage of about `tokens` words with the
+        most of what matches, marked as by `highlighted`, `CUT` where text was left
+        out; None if the page does not match."""
+        sql = (
+            f"SELECT snippet(fts, {BODY}, char(2), char(3), char(4), ?) FROM fts "
+            "WHERE fts MATCH ? AND rowid = ?"
+        )
+        row = self._conn.execute(sql, (tokens, match, page_id)).fetchone()
         return None if row is None else str(row[0])
 
     def completions(self, prefix: str, pages: int) -> list[str]:
