@@ -170,7 +170,7 @@ class _Finder:
                 rare = self._rare(text)
                 if rare:
                     self._note(self.table.ranked(_any(rare), wanted))
-                if not rare or len(self.found) < wanted:
+                if len(self.found) < wanted:  # else those holding every term fill the hits
                     self._note(self._ranked(_any(text), text, wanted, every=False))
             self._names(_any(text))
         for resolved in deciding:
