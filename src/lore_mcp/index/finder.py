@@ -25,10 +25,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lore_mcp.index import ranking, snippets, terms
+from lore_mcp.index import ranking, rescore, snippets, terms
 from lore_mcp.index.languages import query_languages
-from lore_mcp.index.search import CUT, HIGHLIGHT_MAX_BYTES, SearchRow, SearchTable
-from lore_mcp.index.stems import Stemmer, bases
+from lore_mcp.index.search import SearchRow, SearchTable
+from lore_mcp.index.stems import Stemmer
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,14 +42,13 @@ class Limits:
     window: int = 200  # pages ranked (the first by id) when the terms are common
     candidates: int = 30  # rows a ranked statement returns, at least (3 x the hits wanted)
     names: int = 20  # pages found by name
+    rescored: int = 30  # the best candidates weighed again on their own text (`rescore`)
 
 
 MAX_FORMS = 4  # inflections of a word looked for
 MAX_STEMS = 3  # stems of a word, in the other languages, looked for
 COMPLETION_PAGES = 10  # pages whose words tell what the last word may be the start of
 COMPLETIONS = 8  # words the last word may be the start of
-SNIPPET_TOKENS = snippets.WORDS  # words FTS5 chooses a passage of
-BONUS_PAGES = 2  # times the hits wanted: the best candidates looked at for phrases
 
 
 @dataclass(slots=True)
@@ -96,7 +95,7 @@ def search(
         return []
     found.gather(deciding, limit)
     order = found.order(deciding, query, limit)
-    return found.rows(order, deciding, limit)
+    return found.rows(order, deciding, query, limit)
 
 
 class _Finder:
@@ -110,6 +109,8 @@ class _Finder:
         self.found: dict[int, ranking.Candidate] = {}
         self.total = 0  # pages in the vault
         self.weights: dict[str, float] = {}  # each term's share of the query's weight
+        self.holding: dict[int, set[str]] = {}  # the terms a candidate is known to hold
+        self.texts: dict[int, tuple[str, str]] = {}  # (headings, body) of the best ones
 
     # -- terms ------------------------------------------------------------------------
 
@@ -148,7 +149,7 @@ class _Finder:
             others = [terms.quote(f) for f in self.stemmer.forms(term.words[0])[1:]]
             forms += [f for f in others if table.count(f, 1)[0]][: MAX_FORMS - 1]
             stems = table.stems.of_word(term.words[0], self.languages)
-            stemmed = [f"stems : {terms.quote(s)}" for s in stems[:MAX_STEMS]]
+            stemmed = [f"{lang} : {terms.quote(s)}" for lang, s in stems[:MAX_STEMS]]
             forms += [f for f in stemmed if table.count(f, 1)[0]]
         forms += [f for f in completions if f not in forms]
         resolved = _Resolved(term, forms, 0, True)
@@ -247,7 +248,7 @@ class _Finder:
         names = self.table.names_of(ids)
         folded = query.folded
         self.weights = self._weights(deciding)
-        starts = [(r, _starts(r, self.stemmer)) for r in deciding]
+        starts = [(r, self._starts(r.term.words)) for r in deciding]
         for page, candidate in found.items():
             text = names.get(page, "")
             candidate.named = sum(self.weights[r.key] for r, s in starts if _names_hold(r, s, text))
@@ -257,14 +258,55 @@ class _Finder:
         if sum(c.holds_all for c in found.values()) < limit:
             self._coverage(deciding, [p for p in ids if not found[p].holds_all])
         order = ranking.ranked(found, len(deciding))
+        self._rescore(deciding, query, [page for page, _ in order[: self.limits.rescored]])
+        return ranking.ranked(found, len(deciding))
+
+    def _rescore(self, deciding: list[_Resolved], query: terms.Query, best: list[int]) -> None:
+        """The best candidates weighed again on their own text (`rescore`): their
+        relevance, and the query's phrases they hold; the others' relevance is gone
+        (they were not weighed alike)."""
+        self.texts = self.table.texts(sorted(best))
+        folded = {page: (terms.fold(h), terms.fold(b)) for page, (h, b) in self.texts.items()}
+        total = max(self.total, *(r.pages for r in deciding))
+        weighed = [
+            rescore.Weighed(
+                r.key, ranking.idf(total, r.pages), self._pattern(r), not r.key.startswith("w:")
+            )
+            for r in deciding
+            if r.match
+        ]
+        held = {p: self._held(p, deciding) for p in folded}
+        idfs = {r.key: ranking.idf(total, r.pages) for r in deciding}
+        whole = sum(idfs.values())
+        sums = rescore.relevance(folded, weighed, held, whole)
+        for resolved in deciding:
+            if resolved.term.symbol is not None and whole > 0:
+                counts = self.table.symbol_counts(resolved.term.symbol, sorted(folded))
+                for page, count in counts.items():
+                    sums[page] += idfs[resolved.key] * rescore.saturated(count) / whole
+        for page, candidate in self.found.items():
+            candidate.weighed = sums.get(page, 0.0)
         if query.bonus:
-            top = sorted(page for page, _ in order[: BONUS_PAGES * limit])
-            for words in query.bonus:
-                phrase = terms.quote(terms.fts_text(" ".join(words)))
-                for page in self.table.matching_among(phrase, top):
-                    found[page].bonus += 1 / len(query.bonus)
-            order = ranking.ranked(found, len(deciding))
-        return order
+            patterns = [rescore.pattern([self._starts(words)]) for words in query.bonus]
+            for page, (_, body) in folded.items():
+                self.found[page].bonus = rescore.phrases_held(body, patterns)
+
+    def _held(self, page: int, deciding: list[_Resolved]) -> set[str]:
+        if self.found[page].holds_all:
+            return {r.key for r in deciding}
+        return self.holding.get(page, set())
+
+    def _starts(self, words: Sequence[str]) -> list[str]:
+        return [w if terms.is_cjk(w[:1]) else _word_start(w, self.stemmer) for w in words if w]
+
+    def _pattern(self, resolved: _Resolved) -> re.Pattern[str]:
+        """What finds a term in folded text: its words' starts in a row, or for a
+        word also its stems in the other languages."""
+        ways = [self._starts(resolved.term.words)]
+        if resolved.key.startswith("w:"):
+            stems = self.table.stems.of_word(resolved.term.words[0], self.languages)
+            ways += [[terms.fold(s)] for _, s in stems[:MAX_STEMS]]
+        return rescore.pattern([w for w in ways if w])
 
     def _holding(self, deciding: list[_Resolved], ids: list[int]) -> None:
         """Which candidates hold every term. The pages holding every text term are
@@ -316,13 +358,18 @@ class _Finder:
                 holding = self.table.matching_among(resolved.match or "", ids)
             for page in holding:
                 held[page] += weights[resolved.key]
+                self.holding.setdefault(page, set()).add(resolved.key)
         for page, share in held.items():
             self.found[page].held = share
 
     # -- results ----------------------------------------------------------------------
 
     def rows(
-        self, order: list[tuple[int, float]], deciding: list[_Resolved], limit: int
+        self,
+        order: list[tuple[int, float]],
+        deciding: list[_Resolved],
+        query: terms.Query,
+        limit: int,
     ) -> list[SearchRow]:
         """The best `limit`, each with its snippet; a page credited with a quoted phrase
         that its text does not hold as written drops to the pages holding only some
@@ -333,7 +380,7 @@ class _Finder:
             if len(best) >= limit:
                 break
             if exacts:
-                text = terms.fold(self.table.body(page))
+                text = terms.fold(self._body(page))
                 missing = [r for r in exacts if r.term.exact and not r.term.exact.search(text)]
                 if len(missing) == len(deciding):
                     continue
@@ -343,27 +390,35 @@ class _Finder:
             best.append((page, score))
         best.sort(key=ranking.best_first)
         shown = self.table.pages([page for page, _ in best])
+        marking = self._marking(deciding, query)
         return [
-            SearchRow(
-                shown[page][0], shown[page][1], self._snippet(page, shown[page][2], deciding), s
-            )
+            SearchRow(shown[page][0], shown[page][1], self._snippet(page, marking, deciding), s)
             for page, s in best
             if page in shown
         ]
 
-    def _snippet(self, page: int, size: int, deciding: list[_Resolved]) -> str:
-        matches = [r.match for r in deciding if r.match]
-        marked = None
-        if matches and size <= HIGHLIGHT_MAX_BYTES:
-            marked = self.table.snippet(page, " OR ".join(matches), SNIPPET_TOKENS)
-        if marked is not None and CUT in marked:  # FTS5 chose the passage
-            before, after = marked.startswith(CUT), marked.endswith(CUT)
-            shown = snippets.passage(marked.replace(CUT, " "), SNIPPET_TOKENS)
-            shown = shown.removeprefix("…").removesuffix("…")
-            return ("…" if before else "") + shown + ("…" if after else "")
-        if marked is None:
-            words = [w for r in deciding for w in (*r.term.words, *_plain_forms(r))]
-            marked = snippets.mark(self.table.body(page), words if matches else [])
+    def _body(self, page: int) -> str:
+        text = self.texts.get(page)
+        return self.table.body(page) if text is None else text[1]
+
+    def _marking(self, deciding: list[_Resolved], query: terms.Query) -> list[str]:
+        """What a snippet marks: the starts of the query's words in any inflection,
+        the forms the vault holds, their stems in the other languages, and a run of
+        Chinese or Japanese whole (its parts overlap)."""
+        words = [piece[0] for piece in query.bonus if len(piece) == 1]
+        for resolved in deciding:
+            if not resolved.match:
+                continue
+            words += [*resolved.term.words, *self._starts(resolved.term.words)]
+            words += _plain_forms(resolved)
+            if resolved.key.startswith("w:"):
+                stems = self.table.stems.of_word(resolved.term.words[0], self.languages)
+                words += [terms.fold(s) for _, s in stems[:MAX_STEMS]]
+        return list(dict.fromkeys(words))
+
+    def _snippet(self, page: int, marking: list[str], deciding: list[_Resolved]) -> str:
+        """The page's passage with the most of the query's words (`snippets`), marked."""
+        marked = snippets.mark(self._body(page), marking)
         for resolved in deciding:
             if resolved.term.symbol is not None:
                 marked = _mark_symbol(marked, resolved.term.symbol)
@@ -372,16 +427,6 @@ class _Finder:
 
 def _any(resolved: Sequence[_Resolved]) -> str:
     return " OR ".join(r.match or "" for r in resolved)
-
-
-def _starts(resolved: _Resolved, stemmer: Stemmer) -> list[str]:
-    """What a term's words start with in any inflection (Chinese and Japanese: the
-    piece itself)."""
-    return [
-        w if terms.is_cjk(w[:1]) else _word_start(w, stemmer.forms(w))
-        for w in resolved.term.words
-        if w
-    ]
 
 
 def _names_hold(resolved: _Resolved, starts: list[str], names: str) -> bool:
@@ -405,11 +450,8 @@ def _names_hold(resolved: _Resolved, starts: list[str], names: str) -> bool:
 _NAME_WORD = re.compile(r"[^\W_]+")
 
 
-def _word_start(word: str, forms: tuple[str, ...]) -> str:
-    """What every inflection of a word starts with, about: its shortest form without
-    a final e or y (query: quer, queries)."""
-    start = min((word, *forms, *bases(word)), key=len)
-    return start[:-1] if len(start) > 3 and start[-1] in "ey" else start
+def _word_start(word: str, stemmer: Stemmer) -> str:
+    return rescore.word_start(word, stemmer.forms(word))
 
 
 def _plain_forms(resolved: _Resolved) -> list[str]:

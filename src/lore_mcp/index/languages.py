@@ -98,13 +98,13 @@ class Stems:
         stem = self.stem
         return " ".join(stem(language, w) for w in words(text))
 
-    def of_word(self, word: str, languages: Iterable[str]) -> list[str]:
-        """A query word's stems in these languages (German participles also without
-        their `ge-`: "gelöscht" is looked for as "lösch"), each once."""
-        found: dict[str, None] = {}
+    def of_word(self, word: str, languages: Iterable[str]) -> list[tuple[str, str]]:
+        """A query word's (language, stem) in these languages (German participles
+        also without their `ge-`: "gelöscht" is looked for as "lösch"), each once."""
+        found: dict[tuple[str, str], None] = {}
         lowered = word.lower()
         for language in languages:
-            found[self.stem(language, lowered)] = None
+            found[language, self.stem(language, lowered)] = None
             if language == "de" and lowered.startswith("ge") and len(lowered) > 5:
-                found[self.stem(language, lowered[2:])] = None
-        return [s for s in found if len(s) >= 2]
+                found[language, self.stem(language, lowered[2:])] = None
+        return [(language, s) for language, s in found if len(s) >= 2]

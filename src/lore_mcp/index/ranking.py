@@ -23,6 +23,9 @@ HELD_WEIGHT = 3.0
 NAMED_WEIGHT = 3.0
 BONUS_WEIGHT = 1.0
 RELEVANCE_WEIGHT = 1.0
+NAME_BONUS = 2.0
+PHRASE_BONUS = 1.0
+EXACT_NAME_BONUS = 3.0
 _SCALE = EXACT_NAME_WEIGHT + HELD_WEIGHT + NAMED_WEIGHT + BONUS_WEIGHT + RELEVANCE_WEIGHT
 _SATURATION = 1.2  # BM25's k1: how fast more occurrences stop counting
 
@@ -39,6 +42,8 @@ class Candidate:
     bonus: float = 0.0  # the share of the query's phrases its text holds
     symbol: bool = False  # found by a symbol word it holds
     held: float = 1.0  # the share of the query's weight (IDF) it holds, if looked up
+    weighed: float | None = None  # its BM25 sum on its own text (`rescore`), in units
+    # of the query's IDF; None until the best candidates are weighed
 
 
 def idf(pages: int, holding: int) -> float:
@@ -55,6 +60,8 @@ def saturated(count: int) -> float:
 def score(candidate: Candidate, terms: int) -> float:
     """The candidate's score (see the module's docstring); `terms` is how many terms
     decide."""
+    if candidate.weighed is not None:
+        return weighed_score(candidate)
     relevance = max(0.0, candidate.relevance)
     fraction = (
         EXACT_NAME_WEIGHT * candidate.exact_name
@@ -64,6 +71,20 @@ def score(candidate: Candidate, terms: int) -> float:
         + RELEVANCE_WEIGHT * min(1.0, relevance)
     ) / _SCALE
     return candidate.holds_all + min(fraction, 0.999999) + 1e-9
+
+
+def weighed_score(candidate: Candidate) -> float:
+    """The score of a candidate weighed on its own text: 1 if it holds every term,
+    plus r / (r + 1), r its BM25 sum, `NAME_BONUS` times the share of the query's weight
+    its names hold, `PHRASE_BONUS` for each phrase it holds and `EXACT_NAME_BONUS` for
+    a name that is the query, all in units of the query's total IDF."""
+    rel = (
+        max(0.0, candidate.weighed or 0.0)
+        + NAME_BONUS * candidate.named
+        + PHRASE_BONUS * candidate.bonus
+        + EXACT_NAME_BONUS * candidate.exact_name
+    )
+    return candidate.holds_all + rel / (rel + 1.0) + 1e-9
 
 
 def ranked(found: Mapping[int, Candidate], terms: int) -> list[tuple[int, float]]:

@@ -1,8 +1,9 @@
 """Full-text search: its tables, and the SQL a search runs.
 
-- `fts(names, headings, body, stems)`: one row a page: its title and aliases (a line
-  each), the text of its headings, its text (without its frontmatter), and for a page
-  in German, French or Spanish the Snowball stems of its words (`languages`). Tokenized
+- `fts(names, headings, body, de, fr, es)`: one row a page: its title and aliases (a
+  line each), the text of its headings, its text (without its frontmatter), and for a
+  page in German, French or Spanish the Snowball stems of its words (`languages`) in
+  that language's column (a query's Spanish stem finds no French page). Tokenized
   by `porter unicode61 remove_diacritics 2`, CJK split into characters
   (`terms.fts_text`). FTS5's bm25() weighs the columns by `WEIGHTS`, and ranks with
   `ORDER BY rank ... LIMIT`, so only the best rows ever reach Python.
@@ -26,11 +27,13 @@ from lore_mcp.index.batch import select_in
 from lore_mcp.index.languages import STEMMED, Stems, page_language
 from lore_mcp.index.stems import TOKENIZER, Stemmer
 
-# The weights of names, headings, body and stems in bm25(), in the table's order.
-WEIGHTS = (10.0, 3.0, 1.0, 1.0)
+# The weights of names, headings, body and the stems in bm25(), in the table's order.
+WEIGHTS = (10.0, 3.0, 1.0, 1.0, 1.0, 1.0)
 _RANK = f"bm25(fts, {', '.join(map(str, WEIGHTS))})"
 SEARCH_SCHEMA = f"""
-CREATE VIRTUAL TABLE fts USING fts5(names, headings, body, stems, tokenize = '{TOKENIZER}');
+CREATE VIRTUAL TABLE fts USING fts5(
+    names, headings, body, {", ".join(STEMMED)}, tokenize = '{TOKENIZER}'
+);
 INSERT INTO fts(fts, rank) VALUES ('rank', '{_RANK.replace("fts, ", "")}');
 CREATE TABLE symbols(
     word TEXT NOT NULL,
@@ -44,8 +47,6 @@ CREATE INDEX symbols_page ON symbols(page);
 SEARCH_TABLES = ("fts", "symbols")
 BODY = 2  # the body's column, for highlight()
 TEXT = "{headings body}"  # the columns of a page's own text
-HIGHLIGHT_MAX_BYTES = 256 * 1024  # longer pages are marked here, not by FTS5
-CUT = "\x04"  # where a snippet from FTS5 left text out
 
 
 class SearchRow(NamedTuple):
@@ -79,7 +80,8 @@ class SearchTable:
         ordered = sorted(documents)
         self.delete([d[0] for d in ordered])
         self._conn.executemany(
-            "INSERT INTO fts(rowid, names, headings, body, stems) VALUES (?, ?, ?, ?, ?)",
+            f"INSERT INTO fts(rowid, names, headings, body, {_STEM_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (self._row(*document) for document in ordered),
         )
         self._conn.executemany(
@@ -89,14 +91,15 @@ class SearchTable:
 
     def _row(
         self, rowid: int, title: str, aliases: Sequence[str], body: str
-    ) -> tuple[int, str, str, str, str]:
+    ) -> tuple[int, str, str, str, str, str, str]:
         names = "\n".join([title, *aliases])
         language = page_language(body)
-        stems = ""
+        stems = dict.fromkeys(STEMMED, "")
         if language in STEMMED:
-            stems = self.stems.text(language, names + "\n" + body)
+            stems[language] = self.stems.text(language, names + "\n" + body)
         heads = terms.headings(body)
-        return rowid, terms.fts_text(names), terms.fts_text(heads), terms.fts_text(body), stems
+        de, fr, es = stems.values()
+        return rowid, terms.fts_text(names), terms.fts_text(heads), terms.fts_text(body), de, fr, es
 
     def delete(self, ids: Sequence[int]) -> None:
         rows = [(i,) for i in ids]
@@ -130,10 +133,20 @@ class SearchTable:
         return [(int(i), float(s)) for i, s in rows]
 
     def matching_among(self, match: str, ids: Sequence[int]) -> set[int]:
-        """Those of these pages that match (a lookup per page: for a few)."""
+        """Those of these pages that match. FTS5 goes through the pages that match and
+        SQLite keeps those among `ids` (`+rowid`: looking each id up in FTS5 costs more
+        than the whole pass, for a term in many pages as for a rare one)."""
         return {
             row[0]
-            for row in select_in(self._conn, _MATCH + " AND rowid IN ({})", ids, prefix=[match])
+            for row in select_in(self._conn, _MATCH + " AND +rowid IN ({})", ids, prefix=[match])
+        }
+
+    def texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """(headings, body) of pages by id."""
+        sql = "SELECT rowid, headings, body FROM fts WHERE rowid IN ({})"
+        return {
+            int(i): (str(h).replace(terms.SEP, ""), str(b).replace(terms.SEP, ""))
+            for i, h, b in select_in(self._conn, sql, ids)
         }
 
     def names_of(self, ids: Sequence[int]) -> dict[int, str]:
@@ -150,6 +163,12 @@ class SearchTable:
         )
         return [(int(p), int(c), bool(n)) for p, c, n in self._conn.execute(sql, (word, limit))]
 
+    def symbol_counts(self, word: str, ids: Sequence[int]) -> dict[int, int]:
+        """How often each of these pages holds a symbol word in its text (or 1, in its
+        names only), for those that hold it."""
+        sql = "SELECT page, max(count, named) FROM symbols WHERE word = ? AND page IN ({})"
+        return {int(p): int(c) for p, c in select_in(self._conn, sql, ids, prefix=[word])}
+
     def symbol_among(self, word: str, ids: Sequence[int]) -> set[int]:
         sql = "SELECT page FROM symbols WHERE word = ? AND page IN ({})"
         return {row[0] for row in select_in(self._conn, sql, ids, prefix=[word])}
@@ -157,27 +176,6 @@ class SearchTable:
     def body(self, page_id: int) -> str:
         row = self._conn.execute("SELECT body FROM fts WHERE rowid = ?", (page_id,)).fetchone()
         return str(row[0]).replace(terms.SEP, "") if row else ""
-
-    def highlighted(self, page_id: int, match: str) -> str | None:
-        """The page's text with what matches between `snippets.OPEN` and `CLOSE`; None
-        if it does not match."""
-        sql = (
-            f"SELECT highlight(fts, {BODY}, char(2), char(3)) FROM fts "
-            "WHERE fts MATCH ? AND rowid = ?"
-        )
-        row = self._conn.execute(sql, (match, page_id)).fetchone()
-        return None if row is None else str(row[0])
-
-    def snippet(self, page_id: int, match: str, tokens: int) -> str | None:
-        """FTS5's own choice of the page's passage of about `tokens` words with the
-        most of what matches, marked as by `highlighted`, `CUT` where text was left
-        out; None if the page does not match."""
-        sql = (
-            f"SELECT snippet(fts, {BODY}, char(2), char(3), char(4), ?) FROM fts "
-            "WHERE fts MATCH ? AND rowid = ?"
-        )
-        row = self._conn.execute(sql, (tokens, match, page_id)).fetchone()
-        return None if row is None else str(row[0])
 
     def completions(self, prefix: str, pages: int) -> list[str]:
         """The words (folded) a prefix match stands for in the first `pages` pages
@@ -211,12 +209,14 @@ class SearchTable:
     def documents(self) -> list[tuple[str, str, str, str]]:
         """(key, names, text, stems) of every page, sorted, for consistency checks."""
         rows = self._conn.execute(
-            "SELECT p.key, f.names, f.body, f.stems FROM fts f JOIN pages p ON p.id = f.rowid"
+            "SELECT p.key, f.names, f.body, f.de || f.fr || f.es FROM fts f "
+            "JOIN pages p ON p.id = f.rowid"
         )
         return sorted((str(s), str(n), str(b), str(t)) for s, n, b, t in rows)
 
 
 _MATCH = "SELECT rowid FROM fts WHERE fts MATCH ?"
+_STEM_COLUMNS = ", ".join(STEMMED)
 _MARKED = re.compile("\x02([^\x03]*)\x03")
 
 
