@@ -38,7 +38,7 @@ class Limits:
     a large vault in a small one."""
 
     exact_count: int = 2000  # pages per term counted one by one
-    rare_pages: int = 1500  # pages ranked in full, all the rarest terms together
+    rare_pages: int = 300  # pages ranked in full, all the rarest terms together
     window: int = 200  # pages ranked (the first by id) when the terms are common
     candidates: int = 30  # rows a ranked statement returns, at least (3 x the hits wanted)
     names: int = 20  # pages found by name
@@ -49,6 +49,7 @@ MAX_FORMS = 4  # inflections of a word looked for
 MAX_STEMS = 3  # stems of a word, in the other languages, looked for
 COMPLETION_PAGES = 10  # pages whose words tell what the last word may be the start of
 COMPLETIONS = 8  # words the last word may be the start of
+SNIPPET_REACH = 600  # characters of text a snippet is chosen from past the words found
 
 
 @dataclass(slots=True)
@@ -149,7 +150,7 @@ class _Finder:
             others = [terms.quote(f) for f in self.stemmer.forms(term.words[0])[1:]]
             forms += [f for f in others if table.count(f, 1)[0]][: MAX_FORMS - 1]
             stems = table.stems.of_word(term.words[0], self.languages)
-            stemmed = [f"{lang} : {terms.quote(s)}" for lang, s in stems[:MAX_STEMS]]
+            stemmed = [f"stems : {terms.quote(lang + s)}" for lang, s in stems[:MAX_STEMS]]
             forms += [f for f in stemmed if table.count(f, 1)[0]]
         forms += [f for f in completions if f not in forms]
         resolved = _Resolved(term, forms, 0, True)
@@ -268,13 +269,7 @@ class _Finder:
         self.texts = self.table.texts(sorted(best))
         folded = {page: (terms.fold(h), terms.fold(b)) for page, (h, b) in self.texts.items()}
         total = max(self.total, *(r.pages for r in deciding))
-        weighed = [
-            rescore.Weighed(
-                r.key, ranking.idf(total, r.pages), self._pattern(r), not r.key.startswith("w:")
-            )
-            for r in deciding
-            if r.match
-        ]
+        weighed = [self._weighed(r, ranking.idf(total, r.pages)) for r in deciding if r.match]
         held = {p: self._held(p, deciding) for p in folded}
         idfs = {r.key: ranking.idf(total, r.pages) for r in deciding}
         whole = sum(idfs.values())
@@ -299,14 +294,16 @@ class _Finder:
     def _starts(self, words: Sequence[str]) -> list[str]:
         return [w if terms.is_cjk(w[:1]) else _word_start(w, self.stemmer) for w in words if w]
 
-    def _pattern(self, resolved: _Resolved) -> re.Pattern[str]:
-        """What finds a term in folded text: its words' starts in a row, or for a
-        word also its stems in the other languages."""
-        ways = [self._starts(resolved.term.words)]
+    def _weighed(self, resolved: _Resolved, idf: float) -> rescore.Weighed:
+        """How `rescore` finds a term in folded text: a word by its starts, or its stems
+        in the other languages; several words as a phrase."""
+        starts = self._starts(resolved.term.words)
+        if len(starts) > 1:
+            return rescore.Weighed(resolved.key, idf, phrase=rescore.pattern([starts]))
         if resolved.key.startswith("w:"):
             stems = self.table.stems.of_word(resolved.term.words[0], self.languages)
-            ways += [[terms.fold(s)] for _, s in stems[:MAX_STEMS]]
-        return rescore.pattern([w for w in ways if w])
+            starts += [terms.fold(s) for _, s in stems[:MAX_STEMS]]
+        return rescore.Weighed(resolved.key, idf, tuple(dict.fromkeys(starts)))
 
     def _holding(self, deciding: list[_Resolved], ids: list[int]) -> None:
         """Which candidates hold every term. The pages holding every text term are
@@ -417,12 +414,24 @@ class _Finder:
         return list(dict.fromkeys(words))
 
     def _snippet(self, page: int, marking: list[str], deciding: list[_Resolved]) -> str:
-        """The page's passage with the most of the query's words (`snippets`), marked."""
-        marked = snippets.mark(self._body(page), marking)
+        """The page's passage with the most of the query's words (`snippets`), marked,
+        chosen from the text up to a little past where each word is first found."""
+        marked = snippets.mark(_leading(self._body(page), marking), marking)
         for resolved in deciding:
             if resolved.term.symbol is not None:
                 marked = _mark_symbol(marked, resolved.term.symbol)
         return snippets.passage(marked)
+
+
+def _leading(text: str, words: Sequence[str]) -> str:
+    """The text up to `SNIPPET_REACH` characters past where the last of these words is
+    first found (all of it when none is found): where the passage holding the most
+    of them nearly always is, at a cost that does not grow with the page."""
+    folded = terms.fold(text)
+    if len(folded) != len(text):
+        return text
+    firsts = [at for at in (folded.find(w) for w in words) if at >= 0]
+    return text[: max(firsts) + SNIPPET_REACH] if firsts else text
 
 
 def _any(resolved: Sequence[_Resolved]) -> str:

@@ -94,9 +94,10 @@ class Stems:
         return found
 
     def text(self, language: str, text: str) -> str:
-        """The stems of a text's words, space-separated, in order."""
+        """The stems of a text's words, each behind the language's code ("delösch"),
+        space-separated, in order."""
         stem = self.stem
-        return " ".join(stem(language, w) for w in words(text))
+        return " ".join(language + stem(language, w) for w in words(text))
 
     def of_word(self, word: str, languages: Iterable[str]) -> list[tuple[str, str]]:
         """A query word's (language, stem) in these languages (German participles

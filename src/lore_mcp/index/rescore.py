@@ -22,19 +22,45 @@ from lore_mcp.index.stems import bases
 
 HEADING = 3  # a word in a heading counts this many times
 PRESENT = 1.0  # the weight of a phrase a page holds, however often
+MOST = 12  # occurrences of a word counted in a page (more add almost nothing)
 _SATURATION = 1.2  # BM25's k1
 _LENGTH = 0.75  # BM25's b: how much a long page's words count for less
 
 
 @dataclass(frozen=True, slots=True)
 class Weighed:
-    """A term to weigh: its key, its IDF, the pattern that finds it in folded text;
-    for a phrase only whether a page holds it counts (`PRESENT`)."""
+    """A term to weigh: its key, its IDF, and how to find it in folded text: for a
+    word, the starts it may have (its inflections' and stems'), counted; for a phrase,
+    a pattern, and only whether a page holds it counts (`PRESENT`)."""
 
     key: str
     idf: float
-    pattern: re.Pattern[str]
-    phrase: bool = False
+    starts: tuple[str, ...] = ()
+    phrase: re.Pattern[str] | None = None
+
+    def count(self, text: str) -> int:
+        if self.phrase is not None:
+            return 1 if holds(text, self.phrase) else 0
+        return max((count_starts(text, start) for start in self.starts), default=0)
+
+
+def count_starts(text: str, start: str, most: int = MOST) -> int:
+    """How often a word of a folded text starts with `start` (a piece of Chinese or
+    Japanese: how often the text holds it), up to `most`. Searched for as a string,
+    which is many times faster than a regular expression over the text."""
+    cjk = terms.is_cjk(start[:1])
+    found = 0
+    at = text.find(start)
+    while at >= 0 and found < most:
+        if cjk or at == 0 or not text[at - 1].isalnum():
+            found += 1
+        at = text.find(start, at + len(start))
+    return found
+
+
+def holds(text: str, phrase: re.Pattern[str]) -> bool:
+    """Whether a folded text holds a phrase (`pattern`) at the start of a word."""
+    return any(m.start() == 0 or not text[m.start() - 1].isalnum() for m in phrase.finditer(text))
 
 
 def word_start(word: str, forms: Iterable[str]) -> str:
@@ -46,14 +72,15 @@ def word_start(word: str, forms: Iterable[str]) -> str:
 
 def pattern(words: Sequence[Sequence[str]]) -> re.Pattern[str]:
     """A pattern for a term: each entry of `words` a way to write it (the starts of
-    its words, in a row); Chinese or Japanese pieces as they are."""
+    its words, in a row); Chinese or Japanese pieces as they are. It starts with
+    plain text, which `re` finds fast: whether a match starts a word is for `holds`."""
     options = []
     for starts in words:
         if len(starts) == 1 and terms.is_cjk(starts[0][:1]):
             options.append(re.escape(starts[0]))
         else:
             options.append(r"[\W_]+".join(re.escape(s) + r"\w*" for s in starts))
-    return re.compile(r"(?<![^\W_])(?:" + "|".join(options) + ")")
+    return re.compile("|".join(options))
 
 
 def relevance(
@@ -74,12 +101,12 @@ def relevance(
         norm = _SATURATION * (1.0 - _LENGTH + _LENGTH * len(body) / average)
         total = 0.0
         for term in weighed:
-            count = len(term.pattern.findall(body))
+            count = term.count(body)
             if heads and count:
-                count += (HEADING - 1) * len(term.pattern.findall(heads))
+                count += (HEADING - 1) * term.count(heads)
             if not count and term.key in held.get(page, ()):
                 count = 1
-            if count and term.phrase:
+            if count and term.phrase is not None:
                 total += term.idf * PRESENT
             elif count:
                 total += term.idf * count * (_SATURATION + 1.0) / (count + norm)
@@ -94,4 +121,4 @@ def saturated(count: int) -> float:
 
 def phrases_held(body: str, patterns: Sequence[re.Pattern[str]]) -> int:
     """How many of the phrases' patterns a folded text holds."""
-    return sum(1 for p in patterns if p.search(body))
+    return sum(1 for p in patterns if holds(body, p))

@@ -1,9 +1,12 @@
 """Full-text search: its tables, and the SQL a search runs.
 
-- `fts(names, headings, body, de, fr, es)`: one row a page: its title and aliases (a
-  line each), the text of its headings, its text (without its frontmatter), and for a
-  page in German, French or Spanish the Snowball stems of its words (`languages`) in
-  that language's column (a query's Spanish stem finds no French page). Tokenized
+- `fts(names, headings, body, stems)`: one row a page: its title and aliases (a line
+  each), the text of its headings, its text (without its frontmatter), and for a page
+  in German, French or Spanish the Snowball stems of its words (`languages`), each
+  behind its language's code ("delösch"): a Spanish stem finds no French page, and a
+  stem's list of pages holds only the pages of its language, short to go through (a
+  stem that is also an English word would otherwise cost a pass over every page
+  holding the word). Tokenized
   by `porter unicode61 remove_diacritics 2`, CJK split into characters
   (`terms.fts_text`). FTS5's bm25() weighs the columns by `WEIGHTS`, and ranks with
   `ORDER BY rank ... LIMIT`, so only the best rows ever reach Python.
@@ -27,13 +30,11 @@ from lore_mcp.index.batch import select_in
 from lore_mcp.index.languages import STEMMED, Stems, page_language
 from lore_mcp.index.stems import TOKENIZER, Stemmer
 
-# The weights of names, headings, body and the stems in bm25(), in the table's order.
-WEIGHTS = (10.0, 3.0, 1.0, 1.0, 1.0, 1.0)
+# The weights of names, headings, body and stems in bm25(), in the table's order.
+WEIGHTS = (10.0, 3.0, 1.0, 1.0)
 _RANK = f"bm25(fts, {', '.join(map(str, WEIGHTS))})"
 SEARCH_SCHEMA = f"""
-CREATE VIRTUAL TABLE fts USING fts5(
-    names, headings, body, {", ".join(STEMMED)}, tokenize = '{TOKENIZER}'
-);
+CREATE VIRTUAL TABLE fts USING fts5(names, headings, body, stems, tokenize = '{TOKENIZER}');
 INSERT INTO fts(fts, rank) VALUES ('rank', '{_RANK.replace("fts, ", "")}');
 CREATE TABLE symbols(
     word TEXT NOT NULL,
@@ -80,8 +81,7 @@ class SearchTable:
         ordered = sorted(documents)
         self.delete([d[0] for d in ordered])
         self._conn.executemany(
-            f"INSERT INTO fts(rowid, names, headings, body, {_STEM_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO fts(rowid, names, headings, body, stems) VALUES (?, ?, ?, ?, ?)",
             (self._row(*document) for document in ordered),
         )
         self._conn.executemany(
@@ -91,15 +91,14 @@ class SearchTable:
 
     def _row(
         self, rowid: int, title: str, aliases: Sequence[str], body: str
-    ) -> tuple[int, str, str, str, str, str, str]:
+    ) -> tuple[int, str, str, str, str]:
         names = "\n".join([title, *aliases])
         language = page_language(body)
-        stems = dict.fromkeys(STEMMED, "")
+        stems = ""
         if language in STEMMED:
-            stems[language] = self.stems.text(language, names + "\n" + body)
+            stems = self.stems.text(language, names + "\n" + body)
         heads = terms.headings(body)
-        de, fr, es = stems.values()
-        return rowid, terms.fts_text(names), terms.fts_text(heads), terms.fts_text(body), de, fr, es
+        return rowid, terms.fts_text(names), terms.fts_text(heads), terms.fts_text(body), stems
 
     def delete(self, ids: Sequence[int]) -> None:
         rows = [(i,) for i in ids]
@@ -209,14 +208,12 @@ class SearchTable:
     def documents(self) -> list[tuple[str, str, str, str]]:
         """(key, names, text, stems) of every page, sorted, for consistency checks."""
         rows = self._conn.execute(
-            "SELECT p.key, f.names, f.body, f.de || f.fr || f.es FROM fts f "
-            "JOIN pages p ON p.id = f.rowid"
+            "SELECT p.key, f.names, f.body, f.stems FROM fts f JOIN pages p ON p.id = f.rowid"
         )
         return sorted((str(s), str(n), str(b), str(t)) for s, n, b, t in rows)
 
 
 _MATCH = "SELECT rowid FROM fts WHERE fts MATCH ?"
-_STEM_COLUMNS = ", ".join(STEMMED)
 _MARKED = re.compile("\x02([^\x03]*)\x03")
 
 
