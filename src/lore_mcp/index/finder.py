@@ -47,6 +47,7 @@ class Limits:
 
 MAX_FORMS = 4  # inflections of a word looked for
 MAX_STEMS = 3  # stems of a word, in the other languages, looked for
+_STEMS = "stems : "  # a column filter for the stems
 COMPLETION_PAGES = 10  # pages whose words tell what the last word may be the start of
 COMPLETIONS = 8  # words the last word may be the start of
 SNIPPET_REACH = 600  # characters of text a snippet is chosen from past the words found
@@ -70,6 +71,13 @@ class _Resolved:
         if not self.forms:
             return None
         return self.forms[0] if len(self.forms) == 1 else "(" + " OR ".join(self.forms) + ")"
+
+    @property
+    def name_match(self) -> str:
+        """What finds it in the names column: its forms but the stems (a column filter
+        within a column filter finds nothing)."""
+        forms = [f for f in self.forms if not f.startswith(_STEMS)]
+        return forms[0] if len(forms) == 1 else "(" + " OR ".join(forms) + ")"
 
 
 def search(
@@ -112,6 +120,7 @@ class _Finder:
         self.weights: dict[str, float] = {}  # each term's share of the query's weight
         self.holding: dict[int, set[str]] = {}  # the terms a candidate is known to hold
         self.texts: dict[int, tuple[str, str]] = {}  # (headings, body) of the best ones
+        self.folded: dict[int, str] = {}  # their bodies, folded
 
     # -- terms ------------------------------------------------------------------------
 
@@ -149,8 +158,8 @@ class _Finder:
         if term.key.startswith("w:"):
             others = [terms.quote(f) for f in self.stemmer.forms(term.words[0])[1:]]
             forms += [f for f in others if table.count(f, 1)[0]][: MAX_FORMS - 1]
-            stems = table.stems.of_word(term.words[0], self.languages)
-            stemmed = [f"stems : {terms.quote(lang + s)}" for lang, s in stems[:MAX_STEMS]]
+            stems = self._stems(term.words[0])
+            stemmed = [f"{_STEMS}{terms.quote(lang + s)}" for lang, s in stems]
             forms += [f for f in stemmed if table.count(f, 1)[0]]
         forms += [f for f in completions if f not in forms]
         resolved = _Resolved(term, forms, 0, True)
@@ -158,6 +167,10 @@ class _Finder:
         count, _ = table.count(resolved.match, cap)
         resolved.pages, resolved.exact = count, count < cap
         return resolved
+
+    def _stems(self, word: str) -> list[tuple[str, str]]:
+        """A word's stems in the other languages (the query's, or all of them)."""
+        return self.table.stems.of_word(word, self.languages)[:MAX_STEMS]
 
     # -- candidates -------------------------------------------------------------------
 
@@ -174,7 +187,7 @@ class _Finder:
                     self._note(self.table.ranked(_any(rare), wanted))
                 if len(self.found) < wanted:  # else those holding every term fill the hits
                     self._note(self._ranked(_any(text), text, wanted, every=False))
-            self._names(_any(text))
+            self._names(" OR ".join(r.name_match for r in text))
         for resolved in deciding:
             if resolved.term.symbol is not None:
                 self._symbol(resolved, wanted)
@@ -268,6 +281,7 @@ class _Finder:
         (they were not weighed alike)."""
         self.texts = self.table.texts(sorted(best))
         folded = {page: (terms.fold(h), terms.fold(b)) for page, (h, b) in self.texts.items()}
+        self.folded = {page: body for page, (_, body) in folded.items()}
         total = max(self.total, *(r.pages for r in deciding))
         weighed = [self._weighed(r, ranking.idf(total, r.pages)) for r in deciding if r.match]
         held = {p: self._held(p, deciding) for p in folded}
@@ -416,22 +430,27 @@ class _Finder:
     def _snippet(self, page: int, marking: list[str], deciding: list[_Resolved]) -> str:
         """The page's passage with the most of the query's words (`snippets`), marked,
         chosen from the text up to a little past where each word is first found."""
-        marked = snippets.mark(_leading(self._body(page), marking), marking)
+        body = self._body(page)
+        folded = self.folded.get(page)
+        if folded is None or len(folded) != len(body):
+            folded = terms.fold(body)
+        if len(folded) == len(body):  # what is marked is where it was found
+            cut = _reach(folded, marking)
+            body, folded = body[:cut], folded[:cut]
+        marked = snippets.mark(body, marking, folded if len(folded) == len(body) else None)
         for resolved in deciding:
             if resolved.term.symbol is not None:
                 marked = _mark_symbol(marked, resolved.term.symbol)
         return snippets.passage(marked)
 
 
-def _leading(text: str, words: Sequence[str]) -> str:
-    """The text up to `SNIPPET_REACH` characters past where the last of these words is
-    first found (all of it when none is found): where the passage holding the most
-    of them nearly always is, at a cost that does not grow with the page."""
-    folded = terms.fold(text)
-    if len(folded) != len(text):
-        return text
+def _reach(folded: str, words: Sequence[str]) -> int:
+    """Where a snippet's text ends: `SNIPPET_REACH` characters past where the last of
+    these words is first found (the whole text when none is found), where the
+    passage holding the most of them nearly always is, at a cost that does not grow
+    with the page."""
     firsts = [at for at in (folded.find(w) for w in words) if at >= 0]
-    return text[: max(firsts) + SNIPPET_REACH] if firsts else text
+    return max(firsts) + SNIPPET_REACH if firsts else len(folded)
 
 
 def _any(resolved: Sequence[_Resolved]) -> str:

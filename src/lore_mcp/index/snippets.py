@@ -86,15 +86,15 @@ def _balanced(text: str) -> str:
     return "".join(out)
 
 
-def mark(text: str, words: Iterable[str]) -> str:
+def mark(text: str, words: Iterable[str], folded: str | None = None) -> str:
     """`text` with every word that starts with one of `words` (folded) between the
     marks (in Chinese and Japanese, just the characters): an approximation of the
-    tokenizer's matching, for pages too long to have FTS5 mark them."""
+    tokenizer's matching. `folded` is the text folded, if the caller has it."""
     starts = sorted({w for w in words if w}, key=len, reverse=True)
     if not starts:
         return text
     pattern = re.compile("|".join(re.escape(w) for w in starts))
-    folded = fold(text)
+    folded = fold(text) if folded is None else folded
     if len(folded) != len(text):  # folding changed the length: mark what lines up
         folded = text.lower()
     out: list[str] = []
