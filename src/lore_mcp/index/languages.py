@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import Counter
 from collections.abc import Iterable
 
 import Stemmer
@@ -46,23 +45,23 @@ def words(text: str) -> list[str]:
 
 
 def detect(sample: Iterable[str], minimum: int = _MIN_HITS) -> str | None:
-    """The language ("en", "de", "fr", "es") whose own stopwords are the most frequent
-    among these lowercased words, if there are at least `minimum` of them."""
-    counts: Counter[str] = Counter()
-    for word in sample:
-        folded = word.translate(_FOLD)
-        for language, stops in _STOPWORDS.items():
-            if folded in stops:
-                counts[language] += 1
-    if not counts:
-        return None
-    language, hits = counts.most_common(1)[0]
-    return language if hits >= minimum else None
+    """The language ("en", "de", "fr", "es") with the most of its own stopwords among
+    these lowercased words, if there are at least `minimum` of them (each counted
+    once)."""
+    seen = {word.translate(_FOLD) for word in set(sample)}
+    best, hits = None, 0
+    for language, stops in _STOPWORDS.items():
+        found = len(stops.intersection(seen))
+        if found > hits:
+            best, hits = language, found
+    return best if hits >= minimum else None
 
 
 def page_language(text: str) -> str | None:
-    """The language of a page, from the stopwords of its first `SAMPLE_CHARS`."""
-    return detect(words(text[:SAMPLE_CHARS]))
+    """The language of a page, from the stopwords of its first `SAMPLE_CHARS` (split
+    at white space: a word before a comma or a full stop is missed, which costs little
+    against many times the speed)."""
+    return detect(text[:SAMPLE_CHARS].lower().split())
 
 
 def query_languages(text: str) -> tuple[str, ...]:
