@@ -19,7 +19,7 @@ import Stemmer
 from lore_mcp.index.stopwords import ENGLISH, FRENCH, GERMAN, SPANISH
 
 STEMMED = {"de": "german", "fr": "french", "es": "spanish"}  # besides English (Porter)
-SAMPLE_CHARS = 3000  # how much of a page its language is told from
+SAMPLE_CHARS = 2000  # how much of a page its language is told from
 _MIN_HITS = 3  # stopwords a page needs to be told a language
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _CACHE_WORDS = 200_000  # stems kept per language; the cache starts afresh past that
@@ -48,7 +48,7 @@ def detect(sample: Iterable[str], minimum: int = _MIN_HITS) -> str | None:
     """The language ("en", "de", "fr", "es") with the most of its own stopwords among
     these lowercased words, if there are at least `minimum` of them (each counted
     once)."""
-    seen = {word.translate(_FOLD) for word in set(sample)}
+    seen = {word if word.isascii() else word.translate(_FOLD) for word in set(sample)}
     best, hits = None, 0
     for language, stops in _STOPWORDS.items():
         found = len(stops.intersection(seen))
