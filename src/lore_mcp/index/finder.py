@@ -8,15 +8,20 @@ dozen of them and makes snippets only for the hits it returns.
    decide only when the query has nothing else); the last word also matches as the
    start of longer words when few pages hold it as a word.
 2. How many pages hold each term, counted up to `Limits.exact_count`.
-3. Candidates, each a ranked statement that returns at most `Limits.candidates` rows:
-   the best pages holding every term; the best holding any of the rare terms (together
-   at most `Limits.rare_pages` pages); the best holding any term; the best named by
-   one (title or aliases). A statement over terms so common that ranking every page
-   holding them would cost too much ranks the first `Limits.window` of them (by id).
-4. `ranking` orders the candidates: those holding every term first, then by how many
-   of the query's content words their names hold, the query's phrases in their text,
-   and bm25(). A quoted phrase is checked against the text of the pages about to be
-   shown, and each hit gets its best passage (`snippets`).
+3. Candidates, each a statement that returns at most `Limits.candidates` rows: the
+   best pages holding every term (when some terms are rare, ranked by those alone:
+   bm25() first counts the pages holding each term of its statement, a pass over most
+   pages for a common one); the best holding any of the rare terms (together at most
+   `Limits.rare_pages` pages); the best holding any term; the best named by one (title
+   or aliases). A statement whose terms are in so many pages that `Limits.window` of
+   them match is not ranked: its first pages are taken, as bm25() would tell them
+   apart by almost nothing.
+4. `ranking` orders the candidates roughly (every term held, names, bm25()); the best
+   `Limits.rescored` are weighed again on their own text (`rescore`: BM25 with an IDF
+   that stays above zero for common terms, title and alias matches, phrases), and
+   ordered by that. A quoted phrase is checked against the text of the pages about to
+   be shown, and each hit gets its best passage (`snippets`), found in Python: FTS5's
+   own lookups of one page cost a pass over the pages holding a common term.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ class Limits:
 
     exact_count: int = 2000  # pages per term counted one by one
     rare_pages: int = 300  # pages ranked in full, all the rarest terms together
-    window: int = 200  # pages ranked (the first by id) when the terms are common
+    window: int = 200  # pages matching a statement past which it is not ranked
     candidates: int = 30  # rows a ranked statement returns, at least (3 x the hits wanted)
     names: int = 20  # pages found by name
     rescored: int = 30  # the best candidates weighed again on their own text (`rescore`)
@@ -180,13 +185,18 @@ class _Finder:
         text = [r for r in deciding if r.match]
         if text:
             every = " AND ".join(r.match or "" for r in text)
-            self._note(self._ranked(every, text, wanted), holds_all=True)
-            if len(text) > 1:
-                rare = self._rare(text)
-                if rare:
-                    self._note(self.table.ranked(_any(rare), wanted))
-                if len(self.found) < wanted:  # else those holding every term fill the hits
-                    self._note(self._ranked(_any(text), text, wanted, every=False))
+            rare = self._rare(text) if len(text) > 1 else []
+            if rare and len(rare) < len(text):
+                # Ranked by the rare terms alone: bm25() of a statement counts the pages
+                # holding each of its terms first, a pass over most pages for common ones.
+                ranked = self.table.ranked(_any(rare), self.limits.rare_pages)
+                holders = self.table.matching_among(every, sorted(p for p, _ in ranked))
+                self._note([row for row in ranked if row[0] in holders][:wanted], holds_all=True)
+                self._note(ranked[:wanted])
+            else:
+                self._note(self._ranked(every, text, wanted), holds_all=True)
+            if len(text) > 1 and len(self.found) < wanted:  # else they fill the hits
+                self._note(self._ranked(_any(text), text, wanted, every=False))
             self._names(" OR ".join(r.name_match for r in text))
         for resolved in deciding:
             if resolved.term.symbol is not None:
@@ -211,12 +221,17 @@ class _Finder:
     ) -> list[tuple[int, float]]:
         """The best pages for `match`, pages holding `every` term or any: of all of
         them when there are few enough (one term is rare, or all are), else of the
-        first `Limits.window` (by id)."""
+        first `Limits.window` (by id); when even `Limits.window` pages match, the
+        first of them, unranked (`rescore` orders them): bm25() would tell them apart
+        by almost nothing, after a pass over every page holding its terms to count
+        them (for a phrase, with their positions)."""
         rare = [r.exact and r.pages <= self.limits.rare_pages for r in held]
         if any(rare) if every else sum(r.pages for r in held) <= self.limits.rare_pages:
             return self.table.ranked(match, wanted)
-        count, last = self.table.count(match, self.limits.window)
-        return self.table.ranked(match, wanted, last if count >= self.limits.window else None)
+        count, _ = self.table.count(match, self.limits.window)
+        if count >= self.limits.window:
+            return [(page, 0.0) for page in self.table.first(match, wanted)]
+        return self.table.ranked(match, wanted)
 
     def _note(self, rows: list[tuple[int, float]], holds_all: bool = False) -> None:
         """Candidates from a ranked statement, their relevance its bm25() as a share of

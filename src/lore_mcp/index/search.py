@@ -118,17 +118,11 @@ class SearchTable:
         found, last = self._conn.execute(sql, (match, cap)).fetchone()
         return int(found), int(last or 0)
 
-    def ranked(self, match: str, limit: int, upto: int | None = None) -> list[tuple[int, float]]:
-        """The best `limit` pages that match (of those with ids up to `upto`), by
-        FTS5's bm25() with the column weights, best first (lower is better)."""
-        if upto is None:
-            sql = "SELECT rowid, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?"
-            rows = self._conn.execute(sql, (match, limit))
-        else:
-            sql = (
-                "SELECT rowid, rank FROM fts WHERE fts MATCH ? AND rowid <= ? ORDER BY rank LIMIT ?"
-            )
-            rows = self._conn.execute(sql, (match, upto, limit))
+    def ranked(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """The best `limit` pages that match, by FTS5's bm25() with the column weights,
+        best first (lower is better)."""
+        sql = "SELECT rowid, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?"
+        rows = self._conn.execute(sql, (match, limit))
         return [(int(i), float(s)) for i, s in rows]
 
     def matching_among(self, match: str, ids: Sequence[int]) -> set[int]:
