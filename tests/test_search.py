@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from conftest import write
 from lore_mcp import vault_ops as ops
-from lore_mcp.index import Index, PageRow, finder, terms
+from lore_mcp.index import Index, PageRow, finder, rescore, terms
 from lore_mcp.index.stems import Stemmer
 from lore_mcp.vault_ops import AppState
 
@@ -207,6 +207,23 @@ def test_common_words_ranked_by_how_often_a_page_holds_them(vault_dir: Path) -> 
         assert slugs(opened, "tools read")[:2] == ["p4", "p3"]
     finally:
         opened.close()
+
+
+def test_rescore_finds_words_as_the_tokenizer_would() -> None:
+    assert rescore.count_starts("notes, note; keynote delete_note", "note") == 3
+    assert rescore.count_starts("记忆和长期记忆", "记忆") == 2
+    assert rescore.count_starts("note " * 40, "note", most=5) == 5
+    read_only = rescore.pattern([["read", "onl"]])
+    assert rescore.holds("which tools are read-only?", read_only)
+    assert not rescore.holds("unread-only", read_only)
+    weighed = rescore.Weighed("w:note", 1.0, ("note",))
+    sums = rescore.relevance(
+        {1: ("", "note " * 3 + "x " * 10), 2: ("", "note " + "x " * 12), 3: ("", "x " * 13)},
+        [weighed],
+        {},
+        1.0,
+    )
+    assert sums[1] > sums[2] > sums[3] == 0.0
 
 
 def test_quoted_phrases_are_exact(vault_dir: Path) -> None:
