@@ -26,6 +26,8 @@ _EMPHASIS = re.compile(
     f"|(?<=\\S)(?:\\*+|_+|~~|==)(?![^\\W_]|[{OPEN}{CLOSE}])"
 )
 _JOINED_MARKS = re.compile(f"{CLOSE}\\s+{OPEN}")  # marked words in a row: marked together
+_PLAIN = f"[^{OPEN}{CLOSE}]*"
+_WELL_FORMED = re.compile(f"{_PLAIN}(?:{OPEN}{_PLAIN}{CLOSE}{_PLAIN})*")
 
 
 def passage(marked: str, words: int = WORDS) -> str:
@@ -68,7 +70,9 @@ def _marked_word(token: str) -> str:
 
 
 def _balanced(text: str) -> str:
-    """Marks cut by the window's edges closed or dropped."""
+    """Marks cut by the window's edges closed or dropped (and marks within marks)."""
+    if _WELL_FORMED.fullmatch(text):  # the usual case, checked in one pass
+        return text
     opened = False
     out: list[str] = []
     for char in text:
