@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 from conftest import write
 from lore_mcp import vault_ops as ops
-from lore_mcp.index import Index, PageRow, finder, terms
-from lore_mcp.index.search import HIGHLIGHT_MAX_BYTES
+from lore_mcp.index import Index, PageRow, finder, rescore, terms
 from lore_mcp.index.stems import Stemmer
 from lore_mcp.vault_ops import AppState
 
@@ -182,6 +181,51 @@ def test_title_weighs_more_than_body(vault_dir: Path) -> None:
         opened.close()
 
 
+def test_stems_by_the_language_of_page_and_query(vault_dir: Path) -> None:
+    write(
+        vault_dir,
+        "Papierkorb.md",
+        "Gelöschte Notizen kommen in den Papierkorb, und sie sind dort.\n",
+    )
+    write(vault_dir, "Étiquettes.md", "Une note n'a pas de titre, et elle est dans le dossier.\n")
+    write(vault_dir, "Atajos.md", "El atajo pasa la nota a la papelera y la borra de la lista.\n")
+    opened = ops.open_vault(vault_dir)
+    try:
+        assert slugs(opened, "wie kann ich eine Notiz löschen") == ["papierkorb"]
+        # "pasa" stems to "pas" in Spanish, as French "pas" does: only Spanish pages count
+        assert slugs(opened, "qué pasa si hay un conflicto") == ["atajos"]
+    finally:
+        opened.close()
+
+
+def test_common_words_ranked_by_how_often_a_page_holds_them(vault_dir: Path) -> None:
+    # Every page holds both words, so FTS5's bm25() gives them an IDF of almost nothing.
+    for i in range(5):
+        write(vault_dir, f"P{i}.md", "tool read " + "tools " * i + "other words here. " * 5)
+    opened = ops.open_vault(vault_dir)
+    try:
+        assert slugs(opened, "tools read")[:2] == ["p4", "p3"]
+    finally:
+        opened.close()
+
+
+def test_rescore_finds_words_as_the_tokenizer_would() -> None:
+    assert rescore.count_starts("notes, note; keynote delete_note", "note") == 3
+    assert rescore.count_starts("记忆和长期记忆", "记忆") == 2
+    assert rescore.count_starts("note " * 40, "note", most=5) == 5
+    read_only = rescore.pattern([["read", "onl"]])
+    assert rescore.holds("which tools are read-only?", read_only)
+    assert not rescore.holds("unread-only", read_only)
+    weighed = rescore.Weighed("w:note", 1.0, ("note",))
+    sums = rescore.relevance(
+        {1: ("", "note " * 3 + "x " * 10), 2: ("", "note " + "x " * 12), 3: ("", "x " * 13)},
+        [weighed],
+        {},
+        1.0,
+    )
+    assert sums[1] > sums[2] > sums[3] == 0.0
+
+
 def test_quoted_phrases_are_exact(vault_dir: Path) -> None:
     write(vault_dir, "A.md", "We compared embedding models today.\n")
     write(vault_dir, "B.md", "An embedded model is small.\n")
@@ -244,8 +288,8 @@ def test_snippets_show_the_passage_with_most_query_words(vault_dir: Path) -> Non
         opened.close()
 
 
-def test_long_pages_are_marked_without_fts5(vault_dir: Path) -> None:
-    filler = "Nothing to see in this line at all.\n" * (HIGHLIGHT_MAX_BYTES // 30)
+def test_long_pages_are_marked(vault_dir: Path) -> None:
+    filler = "Nothing to see in this line at all.\n" * 9000
     write(vault_dir, "Long.md", filler + "The Palaces stood here. " + "palace " * 10)
     write(vault_dir, "Kana.md", filler + "長期記憶の話をしよう。\n")
     opened = ops.open_vault(vault_dir)
@@ -268,7 +312,7 @@ def test_common_words_take_a_window(vault_dir: Path) -> None:
         write(vault_dir, f"Note {i:02}.md", f"memory and recall, page {i}.\n")
     write(vault_dir, "Memory.md", "About memory, and the rare word quasar.\n")
     opened = ops.open_vault(vault_dir)
-    small = finder.Limits(exact_count=4, rare_pages=4, window=3, names=2, loose=2)
+    small = finder.Limits(exact_count=4, rare_pages=4, window=3, candidates=3, names=2)
     table = opened.index.search
     try:
 

@@ -29,7 +29,7 @@ from lore_mcp.index.search import SEARCH_SCHEMA, SEARCH_TABLES, SearchTable
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 11
 CHANGELOG_KEEP = 20_000
 MOVES_KEEP = 10_000  # renames remembered, the latest (see `Index.record_move`)
 _MOVED = "moved:"  # the prefix of a rename's row in `meta`: old path key -> new path

@@ -1,35 +1,38 @@
-"""One search, from a query to ranked hits with snippets, at a cost bounded by the hits
-it returns rather than by how many pages match.
+"""One search, from a query to ranked hits with snippets. SQLite chooses the candidates
+(FTS5's bm25() with column weights, `ORDER BY rank LIMIT`); Python orders a bounded few
+dozen of them and makes snippets only for the hits it returns.
 
-1. The query's terms (`terms.parse`), each word looked for in its inflections (`stems`)
-   that the vault holds. A page matches when it holds any term that is not a stopword
-   (stopwords decide only when the query has nothing else); the last word also matches
-   as the start of longer words when few pages hold it as a word.
-2. How many pages hold each term: counted up to `Limits.exact_count`, estimated beyond
-   from how far into the index (pages in id order) the count reached.
-3. Candidates: every page holding the rarest terms, together at most
-   `Limits.rare_pages`, scored in full by FTS5's bm25(); the pages whose names hold a
-   term; and when these are not enough (every word is common), the first
-   `Limits.window` pages holding all the common terms, or else any. The common terms
-   are then looked for in these pages only.
-4. `ranking` orders them. The query's phrases are looked for in the text of the best
-   few (FTS5 would pass over every page holding a phrase's words to find one that is
-   rare), a quoted phrase is checked against the text of the pages about to be shown,
-   and each hit gets its best passage (`snippets`).
+1. The query's terms (`terms.parse`), each word looked for in its English inflections
+   (`stems`) and its German, French or Spanish stems (`languages`) that the vault
+   holds. A page matches when it holds any term that is not a stopword (stopwords
+   decide only when the query has nothing else); the last word also matches as the
+   start of longer words when few pages hold it as a word.
+2. How many pages hold each term, counted up to `Limits.exact_count`.
+3. Candidates, each a statement that returns at most `Limits.candidates` rows: the
+   best pages holding every term (when some terms are rare, ranked by those alone:
+   bm25() first counts the pages holding each term of its statement, a pass over most
+   pages for a common one); the best holding any of the rare terms (together at most
+   `Limits.rare_pages` pages); the best holding any term; the best named by one (title
+   or aliases). A statement whose terms are in so many pages that `Limits.window` of
+   them match is not ranked: its first pages are taken, as bm25() would tell them
+   apart by almost nothing.
+4. `ranking` orders the candidates roughly (every term held, names, bm25()); the best
+   `Limits.rescored` are weighed again on their own text (`rescore`: BM25 with an IDF
+   that stays above zero for common terms, title and alias matches, phrases), and
+   ordered by that. A quoted phrase is checked against the text of the pages about to
+   be shown, and each hit gets its best passage (`snippets`), found in Python: FTS5's
+   own lookups of one page cost a pass over the pages holding a common term.
 """
 
 from __future__ import annotations
 
-import bisect
-import heapq
 import re
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from lore_mcp.index import ranking, snippets, terms
-from lore_mcp.index.ranking import PRESENT, Evidence
-from lore_mcp.index.search import HIGHLIGHT_MAX_BYTES, SearchRow, SearchTable
+from lore_mcp.index import ranking, rescore, snippets, terms
+from lore_mcp.index.languages import query_languages
+from lore_mcp.index.search import SearchRow, SearchTable
 from lore_mcp.index.stems import Stemmer
 
 
@@ -40,18 +43,19 @@ class Limits:
     a large vault in a small one."""
 
     exact_count: int = 2000  # pages per term counted one by one
-    rare_pages: int = 3000  # pages scored in full, all the rarest terms together
-    window: int = 200  # pages taken in index order when every term is common
-    names: int = 100  # pages per term found by name
-    loose: int = 8  # pages found by name alone, each looked up for the common terms
+    rare_pages: int = 300  # pages ranked in full, all the rarest terms together
+    window: int = 200  # pages matching a statement past which it is not ranked
+    candidates: int = 30  # rows a ranked statement returns, at least (3 x the hits wanted)
+    names: int = 20  # pages found by name
+    rescored: int = 30  # the best candidates weighed again on their own text (`rescore`)
 
 
 MAX_FORMS = 4  # inflections of a word looked for
+MAX_STEMS = 3  # stems of a word, in the other languages, looked for
+_STEMS = "stems : "  # a column filter for the stems
 COMPLETION_PAGES = 10  # pages whose words tell what the last word may be the start of
 COMPLETIONS = 8  # words the last word may be the start of
-BONUS_PAGES = 3  # times the hits wanted: the best candidates looked at for phrases
-_STABLE_IDF = 0.1  # below this, FTS5's IDF is too near its floor to divide by
-_FLOORED = 1e-4  # bm25() scores below this come from the floored IDF
+SNIPPET_REACH = 600  # characters of text a snippet is chosen from past the words found
 
 
 @dataclass(slots=True)
@@ -60,10 +64,8 @@ class _Resolved:
 
     term: terms.Term
     forms: list[str]  # FTS5 strings of one phrase each; none for a symbol word
-    pages: int  # pages whose text holds it (estimated past `Limits.exact_count`)
-    exact: bool
-    named: dict[int, str] = field(default_factory=dict)  # pages whose names hold it: names
-    ids: list[int] = field(default_factory=list)  # the pages counted, all of them if exact
+    pages: int  # pages holding it, counted up to `Limits.exact_count`
+    exact: bool  # the count is the whole count
 
     @property
     def key(self) -> str:
@@ -74,6 +76,13 @@ class _Resolved:
         if not self.forms:
             return None
         return self.forms[0] if len(self.forms) == 1 else "(" + " OR ".join(self.forms) + ")"
+
+    @property
+    def name_match(self) -> str:
+        """What finds it in the names column: its forms but the stems (a column filter
+        within a column filter finds nothing)."""
+        forms = [f for f in self.forms if not f.startswith(_STEMS)]
+        return forms[0] if len(forms) == 1 else "(" + " OR ".join(forms) + ")"
 
 
 def search(
@@ -88,40 +97,35 @@ def search(
     """The best `limit` pages for a query, best first. `pages` is how many pages the
     vault holds. Any string is safe."""
     query = terms.parse(text)
-    found = _Finder(table, stemmer, pages, limits or Limits())
+    found = _Finder(table, stemmer, limits or Limits(), query_languages(text))
+    found.total = pages
     wanted = [t for t in query.terms if not t.stop]
     deciding = (
         found.resolve(wanted, query.prefix, limit)
         if wanted
         else found.resolve(list(query.terms), None, limit)
     )
-    if not deciding:
+    if not deciding or limit <= 0:
         return []
-    found.total = max(pages, *(r.pages for r in deciding))
-    weights = {r.key: ranking.idf(found.total, r.pages) for r in deciding}
-    found.gather(deciding, query, limit)
-    order = ranking.ranked(found.evidence, weights)
-    if query.bonus:
-        top, rest = order[: BONUS_PAGES * limit], order[BONUS_PAGES * limit :]
-        found.phrases(top, query.bonus)
-        rescored = ranking.scores(found.evidence, weights, [page for page, _ in top])
-        top = sorted(rescored.items(), key=ranking.best_first)
-        order = list(heapq.merge(top, rest, key=ranking.best_first))
-    best = found.verified(order, deciding, weights, limit)
-    return found.rows(best, deciding)
+    found.gather(deciding, limit)
+    order = found.order(deciding, query, limit)
+    return found.rows(order, deciding, query, limit)
 
 
 class _Finder:
-    def __init__(self, table: SearchTable, stemmer: Stemmer, pages: int, limits: Limits) -> None:
+    def __init__(
+        self, table: SearchTable, stemmer: Stemmer, limits: Limits, languages: tuple[str, ...]
+    ) -> None:
         self.table = table
         self.limits = limits
         self.stemmer = stemmer
-        self.total = pages
-        self.evidence = Evidence()
-        self.driver: list[str] = []  # matches of the rare terms scored in full
-        self.window: list[int] = []
-        self.window_holds_all = False
-        self.loose: list[int] = []  # candidates checked one by one
+        self.languages = languages
+        self.found: dict[int, ranking.Candidate] = {}
+        self.total = 0  # pages in the vault
+        self.weights: dict[str, float] = {}  # each term's share of the query's weight
+        self.holding: dict[int, set[str]] = {}  # the terms a candidate is known to hold
+        self.texts: dict[int, tuple[str, str]] = {}  # (headings, body) of the best ones
+        self.folded: dict[int, str] = {}  # their bodies, folded
 
     # -- terms ------------------------------------------------------------------------
 
@@ -130,7 +134,7 @@ class _Finder:
     ) -> list[_Resolved]:
         """The terms the vault holds. The last word also stands for the longer words it
         starts when fewer than `limit` pages hold it as a word (it is being typed)."""
-        kept = [r for r in map(self._resolve, wanted) if r.pages or r.named]
+        kept = [r for r in map(self._resolve, wanted) if r.pages]
         key = None if prefix is None else f"w:{prefix.words[0]}"
         term = next((t for t in wanted if t.key == key), None)
         if prefix is None or term is None:
@@ -139,241 +143,358 @@ class _Finder:
             return kept
         extended = self._resolve(term, self._completions(prefix))
         kept = [r for r in kept if r.key != key]
-        return [*kept, extended] if extended.pages or extended.named else kept
+        return [*kept, extended] if extended.pages else kept
 
     def _completions(self, prefix: terms.Term) -> list[str]:
-        """The words a prefix starts in the vault, as FTS5 strings: all of them when few
-        pages hold any, else those of the first pages (a prefix merges the lists of
-        every word it starts, on every use, at a cost that grows with their pages)."""
+        """The words a prefix starts in the vault, as FTS5 strings: those of the first
+        pages holding any (a prefix merges the lists of every word it starts, on every
+        use, at a cost that grows with their pages)."""
         assert prefix.fts is not None
         words = self.table.completions(prefix.fts, COMPLETION_PAGES)
         return [terms.quote(w) for w in words if w != prefix.words[0]][:COMPLETIONS]
 
     def _resolve(self, term: terms.Term, completions: Sequence[str] = ()) -> _Resolved:
-        table = self.table
+        table, cap = self.table, self.limits.exact_count
         if term.symbol is not None:
-            count = table.symbol_count(term.symbol, self.limits.exact_count)
-            named = [
-                p
-                for p, _, in_names in table.symbol_pages(term.symbol, self.limits.names)
-                if in_names
-            ]
-            return _Resolved(
-                term, [], count, count < self.limits.exact_count, table.names_of(named)
-            )
+            count = len(table.symbol_pages(term.symbol, cap))
+            return _Resolved(term, [], count, count < cap)
         assert term.fts is not None
         forms = [term.fts]
         if term.key.startswith("w:"):
             others = [terms.quote(f) for f in self.stemmer.forms(term.words[0])[1:]]
             forms += [f for f in others if table.count(f, 1)[0]][: MAX_FORMS - 1]
+            stems = self._stems(term.words[0])
+            stemmed = [f"{_STEMS}{terms.quote(lang + s)}" for lang, s in stems]
+            forms += [f for f in stemmed if table.count(f, 1)[0]]
         forms += [f for f in completions if f not in forms]
         resolved = _Resolved(term, forms, 0, True)
         assert resolved.match is not None
-        cap = self.limits.exact_count
-        if _is_phrase(term):  # its pages are its evidence (see _score)
-            resolved.ids = table.first(resolved.match, cap)
-            count, last = len(resolved.ids), resolved.ids[-1] if resolved.ids else 0
-        else:
-            count, last = table.count(resolved.match, cap)
+        count, _ = table.count(resolved.match, cap)
         resolved.pages, resolved.exact = count, count < cap
-        if not resolved.exact:  # as many as that per page of the index's first part
-            upto = table.pages_up_to(last)
-            resolved.pages = min(self.total, count * self.total // max(1, upto))
-        resolved.named = dict(table.named(resolved.match, self.limits.names))
         return resolved
+
+    def _stems(self, word: str) -> list[tuple[str, str]]:
+        """A word's stems in the other languages (the query's, or all of them)."""
+        return self.table.stems.of_word(word, self.languages)[:MAX_STEMS]
 
     # -- candidates -------------------------------------------------------------------
 
-    def gather(self, deciding: list[_Resolved], query: terms.Query, limit: int) -> None:
+    def gather(self, deciding: list[_Resolved], limit: int) -> None:
+        """The candidates, from a few ranked statements (see the module's docstring)."""
+        wanted = max(self.limits.candidates, 3 * limit)
+        text = [r for r in deciding if r.match]
+        if text:
+            every = " AND ".join(r.match or "" for r in text)
+            rare = self._rare(text) if len(text) > 1 else []
+            if rare and len(rare) < len(text):
+                # Ranked by the rare terms alone: bm25() of a statement counts the pages
+                # holding each of its terms first, a pass over most pages for common ones.
+                ranked = self.table.ranked(_any(rare), self.limits.rare_pages)
+                holders = self.table.matching_among(every, sorted(p for p, _ in ranked))
+                self._note([row for row in ranked if row[0] in holders][:wanted], holds_all=True)
+                self._note(ranked[:wanted])
+            else:
+                self._note(self._ranked(every, text, wanted), holds_all=True)
+            if len(text) > 1 and len(self.found) < wanted:  # else they fill the hits
+                self._note(self._ranked(_any(text), text, wanted, every=False))
+            self._names(" OR ".join(r.name_match for r in text))
+        for resolved in deciding:
+            if resolved.term.symbol is not None:
+                self._symbol(resolved, wanted)
+        if len(deciding) == 1:  # one term: every candidate holds it
+            for candidate in self.found.values():
+                candidate.holds_all = True
+
+    def _rare(self, text: list[_Resolved]) -> list[_Resolved]:
+        """The rarest terms, whose pages together are few enough to rank in full."""
         rare: list[_Resolved] = []
         budget = self.limits.rare_pages
-        for resolved in sorted(deciding, key=lambda r: r.pages):
+        for resolved in sorted(text, key=lambda r: r.pages):
             if not resolved.exact or resolved.pages > budget:
                 break
             rare.append(resolved)
             budget -= resolved.pages
-        common = [r for r in deciding if r not in rare]
-        for resolved in rare:
-            self._score(resolved)
-        driven = set(self.evidence.pages)
-        self._names(deciding, query.folded)
-        if common and len(driven) < limit:
-            self._window(common, limit - len(driven))
-        self.loose = sorted(self.evidence.pages - driven - set(self.window))
-        for resolved in common:
-            holding = self._holding(resolved)
-            if self.window_holds_all:
-                holding.update(self.window)
-            self.evidence.note_all(resolved.key, ((page, PRESENT) for page in holding))
+        return rare
 
-    def _score(self, resolved: _Resolved) -> None:
-        """Every page holding a rare term, with its within-term weight: by bm25() for
-        a word, a mere presence for a phrase (whose bm25() would cost a pass over every
-        page holding its words)."""
-        key, evidence = resolved.key, self.evidence
-        if resolved.term.symbol is not None:
-            for page, count, _ in self.table.symbol_pages(resolved.term.symbol):
-                if count:
-                    evidence.note(key, page, ranking.saturated(count))
-            return
-        self.driver.append(resolved.match or "")
-        if _is_phrase(resolved.term):
-            evidence.note_all(key, ((page, PRESENT) for page in resolved.ids))
-            return
-        for form in resolved.forms:
-            rows = self.table.scored(form)
-            divisor = _divisor(rows, self.total)
-            if divisor:
-                evidence.note_all(key, ((page, -bm25 / divisor) for page, bm25 in rows))
-            else:
-                evidence.note_all(key, ((page, PRESENT) for page, _ in rows))
+    def _ranked(
+        self, match: str, held: list[_Resolved], wanted: int, every: bool = True
+    ) -> list[tuple[int, float]]:
+        """The best pages for `match`, pages holding `every` term or any: of all of
+        them when there are few enough (one term is rare, or all are), else of the
+        first `Limits.window` (by id); when even `Limits.window` pages match, the
+        first of them, unranked (`rescore` orders them): bm25() would tell them apart
+        by almost nothing, after a pass over every page holding its terms to count
+        them (for a phrase, with their positions)."""
+        rare = [r.exact and r.pages <= self.limits.rare_pages for r in held]
+        if any(rare) if every else sum(r.pages for r in held) <= self.limits.rare_pages:
+            return self.table.ranked(match, wanted)
+        count, _ = self.table.count(match, self.limits.window)
+        if count >= self.limits.window:
+            return [(page, 0.0) for page in self.table.first(match, wanted)]
+        return self.table.ranked(match, wanted)
 
-    def _names(self, deciding: list[_Resolved], folded: str) -> None:
-        """Names hits: of the candidates, and a few more pages (`Limits.loose`), those named
-        with the most terms first."""
-        evidence = self.evidence
-        counts = Counter(page for r in deciding for page in r.named)
-        ordered = sorted(counts, key=lambda p: (-counts[p], p))
-        chosen = evidence.pages | set(
-            [p for p in ordered if p not in evidence.pages][: self.limits.loose]
-        )
-        names: dict[int, str] = {}
-        for resolved in deciding:
-            for page, text in resolved.named.items():
-                if page in chosen:
-                    evidence.name(resolved.key, page)
-                    names[page] = names.get(page) or text
-        for page, text in names.items():
-            lines = text.replace(terms.SEP, "").split("\n")
-            if any(" ".join(terms.fold(line).split()) == folded for line in lines):
-                evidence.exact_name.add(page)
+    def _note(self, rows: list[tuple[int, float]], holds_all: bool = False) -> None:
+        """Candidates from a ranked statement, their relevance its bm25() as a share of
+        the best one's (a term in most pages has an IDF of almost nothing, so bm25()
+        alone would tell them apart by almost nothing)."""
+        best = max((-bm25 for _, bm25 in rows), default=0.0)
+        for page, bm25 in rows:
+            candidate = self.found.get(page)
+            if candidate is None:
+                relevance = -bm25 / best if best > 0 else 0.0
+                self.found[page] = ranking.Candidate(relevance, holds_all)
+            elif holds_all:
+                candidate.holds_all = True
 
-    def _window(self, common: list[_Resolved], wanted: int) -> None:
-        """The first pages holding every common term, or else any."""
-        matches = [r.match for r in common if r.match]
-        if not matches:
-            symbol = common[0].term.symbol or ""
-            self.window = [p for p, _, _ in self.table.symbol_pages(symbol, self.limits.window)]
+    def _names(self, match: str) -> None:
+        """The pages named by a term (their title or aliases hold it), the best first."""
+        named = f"names : {match}"
+        count, _ = self.table.count(named, self.limits.window)
+        if count >= self.limits.window:  # a word in too many names to rank them all
+            rows = [(page, 0.0) for page in self.table.first(named, self.limits.names)]
         else:
-            self.window = self.table.first(" AND ".join(matches), self.limits.window)
-            self.window_holds_all = len(matches) == len(common)
-            if len(self.window) < wanted and len(matches) > 1:
-                self.window = self.table.first(" OR ".join(matches), self.limits.window)
-                self.window_holds_all = False
-        self.evidence.pages.update(self.window)
+            rows = self.table.ranked(named, self.limits.names)
+        self._note(rows)
 
-    def _holding(self, resolved: _Resolved) -> set[int]:
-        """The candidates holding a common term."""
-        if resolved.term.symbol is not None:
-            return self.table.symbol_among(resolved.term.symbol, sorted(self.evidence.pages))
-        assert resolved.match is not None
-        return self._holding_match(resolved.match, skip_window=self.window_holds_all)
+    def _symbol(self, resolved: _Resolved, wanted: int) -> None:
+        """The pages holding a symbol word: those named by it, then those holding it
+        most."""
+        symbol = resolved.term.symbol or ""
+        for page, count, _ in self.table.symbol_pages(symbol, wanted):
+            candidate = self.found.get(page)
+            if candidate is None:
+                candidate = self.found[page] = ranking.Candidate(ranking.saturated(max(count, 1)))
+            candidate.symbol = True
 
-    def _holding_match(self, match: str, skip_window: bool) -> set[int]:
-        table = self.table
-        found: set[int] = set()
-        if self.driver:
-            found |= table.matching(f"({' OR '.join(self.driver)}) AND {match}")
-        if self.window and not skip_window:
-            found |= table.matching(match, (min(self.window), max(self.window)))
-        if self.loose:
-            found |= table.matching_among(match, self._loose_best())
-        return found & self.evidence.pages
+    # -- order --------------------------------------------------------------------------
 
-    def _loose_best(self) -> list[int]:
-        """The loose candidates to look up: those found by the most names first."""
-        named = Counter(p for pages in self.evidence.named.values() for p in pages)
-        return sorted(sorted(self.loose, key=lambda p: -named[p])[: self.limits.loose])
+    def order(
+        self, deciding: list[_Resolved], query: terms.Query, limit: int
+    ) -> list[tuple[int, float]]:
+        """The candidates, best first, with their scores."""
+        found = self.found
+        ids = sorted(found)
+        names = self.table.names_of(ids)
+        folded = query.folded
+        self.weights = self._weights(deciding)
+        starts = [(r, self._starts(r.term.words)) for r in deciding]
+        for page, candidate in found.items():
+            text = names.get(page, "")
+            candidate.named = sum(self.weights[r.key] for r, s in starts if _names_hold(r, s, text))
+            lines = text.split("\n")
+            candidate.exact_name = any(" ".join(terms.fold(n).split()) == folded for n in lines)
+        self._holding(deciding, ids)
+        if sum(c.holds_all for c in found.values()) < limit:
+            self._coverage(deciding, [p for p in ids if not found[p].holds_all])
+        order = ranking.ranked(found, len(deciding))
+        self._rescore(deciding, query, [page for page, _ in order[: self.limits.rescored]])
+        return ranking.ranked(found, len(deciding))
 
-    def phrases(self, order: list[tuple[int, float]], bonus: tuple[tuple[str, ...], ...]) -> None:
-        """The query's phrases looked for in the text of the best candidates, as a
-        regular expression over their folded text (a phrase of common words costs
-        FTS5 a pass over every page holding them, even within a few pages)."""
-        patterns = [self._phrase_pattern(words) for words in bonus]
-        for page, _ in order:
-            text = terms.fold(self.table.body(page))
-            self.evidence.bonus[page] += sum(1 for p in patterns if p.search(text))
+    def _rescore(self, deciding: list[_Resolved], query: terms.Query, best: list[int]) -> None:
+        """The best candidates weighed again on their own text (`rescore`): their
+        relevance, and the query's phrases they hold; the others' relevance is gone
+        (they were not weighed alike)."""
+        self.texts = self.table.texts(sorted(best))
+        folded = {page: (terms.fold(h), terms.fold(b)) for page, (h, b) in self.texts.items()}
+        self.folded = {page: body for page, (_, body) in folded.items()}
+        total = max(self.total, *(r.pages for r in deciding))
+        weighed = [self._weighed(r, ranking.idf(total, r.pages)) for r in deciding if r.match]
+        held = {p: self._held(p, deciding) for p in folded}
+        idfs = {r.key: ranking.idf(total, r.pages) for r in deciding}
+        whole = sum(idfs.values())
+        sums = rescore.relevance(folded, weighed, held, whole)
+        for resolved in deciding:
+            if resolved.term.symbol is not None and whole > 0:
+                counts = self.table.symbol_counts(resolved.term.symbol, sorted(folded))
+                for page, count in counts.items():
+                    sums[page] += idfs[resolved.key] * rescore.saturated(count) / whole
+        for page, candidate in self.found.items():
+            candidate.weighed = sums.get(page, 0.0)
+        if query.bonus:
+            patterns = [rescore.pattern([self._starts(words)]) for words in query.bonus]
+            for page, (_, body) in folded.items():
+                self.found[page].bonus = rescore.phrases_held(body, patterns)
 
-    def _phrase_pattern(self, words: tuple[str, ...]) -> re.Pattern[str]:
-        if len(words) == 1:  # Chinese or Japanese
-            return re.compile(re.escape(words[0]))
-        parts = [re.escape(_word_start(w, self.stemmer.forms(w))) + r"\w*" for w in words]
-        return re.compile(r"(?<![^\W_])" + r"[\W_]+".join(parts))
+    def _held(self, page: int, deciding: list[_Resolved]) -> set[str]:
+        if self.found[page].holds_all:
+            return {r.key for r in deciding}
+        return self.holding.get(page, set())
+
+    def _starts(self, words: Sequence[str]) -> list[str]:
+        return [w if terms.is_cjk(w[:1]) else _word_start(w, self.stemmer) for w in words if w]
+
+    def _weighed(self, resolved: _Resolved, idf: float) -> rescore.Weighed:
+        """How `rescore` finds a term in folded text: a word by its starts, or its stems
+        in the other languages; several words as a phrase."""
+        starts = self._starts(resolved.term.words)
+        if len(starts) > 1:
+            return rescore.Weighed(resolved.key, idf, phrase=rescore.pattern([starts]))
+        if resolved.key.startswith("w:"):
+            stems = self.table.stems.of_word(resolved.term.words[0], self.languages)
+            starts += [terms.fold(s) for _, s in stems[:MAX_STEMS]]
+        return rescore.Weighed(resolved.key, idf, tuple(dict.fromkeys(starts)))
+
+    def _holding(self, deciding: list[_Resolved], ids: list[int]) -> None:
+        """Which candidates hold every term. The pages holding every text term are
+        found by their own statement; those also need the symbol words, looked up. Of
+        the others, only those that may rank first by their names or a symbol word are
+        looked up, a statement a term."""
+        if len(deciding) == 1:
+            return
+        symbols = [r.term.symbol for r in deciding if r.term.symbol is not None]
+        text = [r.match for r in deciding if r.match]
+        known = sorted(p for p in ids if self.found[p].holds_all)
+        if symbols and text:
+            held = set(known)
+            for symbol in symbols:
+                held &= self.table.symbol_among(symbol, sorted(held))
+            for page in known:
+                self.found[page].holds_all = page in held
+        unsure = [p for p in ids if p not in known]
+        if not unsure:
+            return
+        named = set(self.table.names_of(unsure))
+        picked = [p for p in unsure if p in named and self.found[p].named > 0]
+        picked += [p for p in unsure if self.found[p].symbol]
+        held = set(sorted(set(picked))[: 2 * self.limits.names])
+        for symbol in symbols:
+            held &= self.table.symbol_among(symbol, sorted(held))
+        if text and held:
+            held &= self.table.matching_among(" AND ".join(text), sorted(held))
+        for page in held:
+            self.found[page].holds_all = True
+
+    def _weights(self, deciding: list[_Resolved]) -> dict[str, float]:
+        """Each term's share of the query's weight: its IDF over the sum of them."""
+        total = max(self.total, *(r.pages for r in deciding))
+        weights = {r.key: ranking.idf(total, r.pages) for r in deciding}
+        whole = sum(weights.values()) or 1.0
+        return {key: weight / whole for key, weight in weights.items()}
+
+    def _coverage(self, deciding: list[_Resolved], ids: list[int]) -> None:
+        """For the candidates holding only some terms, when they are needed to fill
+        the hits: the share of the query's weight (each term's IDF) they hold, looked
+        up a statement a term."""
+        weights = self.weights
+        held = dict.fromkeys(ids, 0.0)
+        for resolved in deciding:
+            if resolved.term.symbol is not None:
+                holding = self.table.symbol_among(resolved.term.symbol, ids)
+            else:
+                holding = self.table.matching_among(resolved.match or "", ids)
+            for page in holding:
+                held[page] += weights[resolved.key]
+                self.holding.setdefault(page, set()).add(resolved.key)
+        for page, share in held.items():
+            self.found[page].held = share
 
     # -- results ----------------------------------------------------------------------
 
-    def verified(
+    def rows(
         self,
         order: list[tuple[int, float]],
         deciding: list[_Resolved],
-        weights: dict[str, float],
+        query: terms.Query,
         limit: int,
-    ) -> list[tuple[int, float]]:
-        """The best `limit`, each quoted phrase it is credited with found in its text
-        as written (else it loses that phrase and goes back in line)."""
+    ) -> list[SearchRow]:
+        """The best `limit`, each with its snippet; a page credited with a quoted phrase
+        that its text does not hold as written drops to the pages holding only some
+        terms, or out when the phrases were all it held."""
         exacts = [r for r in deciding if r.term.exact is not None]
-        evidence = self.evidence
         best: list[tuple[int, float]] = []
-        while order and len(best) < limit:
-            page, score = order.pop(0)
-            claimed = [r for r in exacts if evidence.holds(r.key, page)]
-            if claimed:
-                text = terms.fold(self.table.body(page))
-                failed = [r for r in claimed if r.term.exact and not r.term.exact.search(text)]
-                if failed:
-                    for resolved in failed:
-                        evidence.forget(resolved.key, page)
-                    score = ranking.scores(evidence, weights, {page}).get(page, 0.0)
-                    if score > 0:
-                        bisect.insort(order, (page, score), key=ranking.best_first)
+        for page, score in order:
+            if len(best) >= limit:
+                break
+            if exacts:
+                text = terms.fold(self._body(page))
+                missing = [r for r in exacts if r.term.exact and not r.term.exact.search(text)]
+                if len(missing) == len(deciding):
+                    continue
+                if missing and score >= 1.0:
+                    best.append((page, score - 1.0))
                     continue
             best.append((page, score))
-        return best
-
-    def rows(self, best: list[tuple[int, float]], deciding: list[_Resolved]) -> list[SearchRow]:
+        best.sort(key=ranking.best_first)
         shown = self.table.pages([page for page, _ in best])
-        rows = []
-        for page, score in best:
-            key, title, size = shown[page]
-            held = [r for r in deciding if self.evidence.holds(r.key, page)]
-            rows.append(SearchRow(key, title, self._snippet(page, size, held), score))
-        return rows
+        marking = self._marking(deciding, query)
+        return [
+            SearchRow(shown[page][0], shown[page][1], self._snippet(page, marking, deciding), s)
+            for page, s in best
+            if page in shown
+        ]
 
-    def _snippet(self, page: int, size: int, held: list[_Resolved]) -> str:
-        matches = [r.match for r in held if r.match]
-        marked = None
-        if matches and size <= HIGHLIGHT_MAX_BYTES:
-            marked = self.table.highlighted(page, " OR ".join(matches))
-        if marked is None:
-            words = [w for r in held for w in (*r.term.words, *_plain_forms(r))]
-            marked = snippets.mark(self.table.body(page), words if matches else [])
-        for resolved in held:
+    def _body(self, page: int) -> str:
+        text = self.texts.get(page)
+        return self.table.body(page) if text is None else text[1]
+
+    def _marking(self, deciding: list[_Resolved], query: terms.Query) -> list[str]:
+        """What a snippet marks: the starts of the query's words in any inflection,
+        the forms the vault holds, their stems in the other languages, and a run of
+        Chinese or Japanese whole (its parts overlap)."""
+        words = [piece[0] for piece in query.bonus if len(piece) == 1]
+        for resolved in deciding:
+            if not resolved.match:
+                continue
+            words += [*resolved.term.words, *self._starts(resolved.term.words)]
+            words += _plain_forms(resolved)
+            if resolved.key.startswith("w:"):
+                stems = self.table.stems.of_word(resolved.term.words[0], self.languages)
+                words += [terms.fold(s) for _, s in stems[:MAX_STEMS]]
+        return list(dict.fromkeys(words))
+
+    def _snippet(self, page: int, marking: list[str], deciding: list[_Resolved]) -> str:
+        """The page's passage with the most of the query's words (`snippets`), marked,
+        chosen from the text up to a little past where each word is first found."""
+        body = self._body(page)
+        folded = self.folded.get(page)
+        if folded is None or len(folded) != len(body):
+            folded = terms.fold(body)
+        if len(folded) == len(body):  # what is marked is where it was found
+            cut = _reach(folded, marking)
+            body, folded = body[:cut], folded[:cut]
+        marked = snippets.mark(body, marking, folded if len(folded) == len(body) else None)
+        for resolved in deciding:
             if resolved.term.symbol is not None:
                 marked = _mark_symbol(marked, resolved.term.symbol)
         return snippets.passage(marked)
 
 
-def _is_phrase(term: terms.Term) -> bool:
-    """A quoted phrase or hyphenated words: several words in a row."""
-    return term.key.startswith(("q:", "h:"))
+def _reach(folded: str, words: Sequence[str]) -> int:
+    """Where a snippet's text ends: `SNIPPET_REACH` characters past where the last of
+    these words is first found (the whole text when none is found), where the
+    passage holding the most of them nearly always is, at a cost that does not grow
+    with the page."""
+    firsts = [at for at in (folded.find(w) for w in words) if at >= 0]
+    return max(firsts) + SNIPPET_REACH if firsts else len(folded)
 
 
-def _divisor(rows: list[tuple[int, float]], pages: int) -> float | None:
-    """What FTS5's bm25() of one term multiplied its within-term weights by: the term's
-    IDF, or its floor when most pages hold it (seen from the scores themselves, which
-    are then tiny, so the vault's page count need not be FTS5's exactly); None when the
-    IDF is too near zero to divide by."""
-    if rows and max(-bm25 for _, bm25 in rows) < _FLOORED:
-        return ranking.FTS5_IDF_FLOOR
-    divisor = ranking.fts5_idf(pages, len(rows))
-    return divisor if divisor >= _STABLE_IDF else None
+def _any(resolved: Sequence[_Resolved]) -> str:
+    return " OR ".join(r.match or "" for r in resolved)
 
 
-def _word_start(word: str, forms: tuple[str, ...]) -> str:
-    """What every inflection of a word starts with, about: its shortest form without
-    a final e or y (query: quer, queries)."""
-    start = min((word, *forms), key=len)
-    return start[:-1] if len(start) > 3 and start[-1] in "ey" else start
+def _names_hold(resolved: _Resolved, starts: list[str], names: str) -> bool:
+    """Whether a page's names (title and aliases) hold a term: each of its words as the
+    start of a word of theirs, about as the tokenizer would find it."""
+    if not names or not starts:
+        return False
+    if resolved.term.symbol is not None:
+        return resolved.term.symbol in names.lower()
+    folded = terms.fold(names)
+    tokens = _NAME_WORD.findall(folded)
+    for start in starts:
+        if terms.is_cjk(start[:1]):
+            if start not in folded:
+                return False
+        elif not any(t.startswith(start) for t in tokens):
+            return False
+    return True
+
+
+_NAME_WORD = re.compile(r"[^\W_]+")
+
+
+def _word_start(word: str, stemmer: Stemmer) -> str:
+    return rescore.word_start(word, stemmer.forms(word))
 
 
 def _plain_forms(resolved: _Resolved) -> list[str]:

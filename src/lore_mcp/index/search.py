@@ -1,10 +1,15 @@
 """Full-text search: its tables, and the SQL a search runs.
 
-- `fts(headings, body)`: every page's text (without its frontmatter) and, apart, the
-  text of its headings, which weighs more. Tokenized by `porter unicode61
-  remove_diacritics 2`, CJK split into characters (`terms.fts_text`).
-- `fts_names(names)`: each page's title and aliases, a line each: small, so that a
-  term's pages by name are found without a pass over every page holding it.
+- `fts(names, headings, body, stems)`: one row a page: its title and aliases (a line
+  each), the text of its headings, its text (without its frontmatter), and for a page
+  in German, French or Spanish the Snowball stems of its words (`languages`), each
+  behind its language's code ("delösch"): a Spanish stem finds no French page, and a
+  stem's list of pages holds only the pages of its language, short to go through (a
+  stem that is also an English word would otherwise cost a pass over every page
+  holding the word). Tokenized
+  by `porter unicode61 remove_diacritics 2`, CJK split into characters
+  (`terms.fts_text`). FTS5's bm25() weighs the columns by `WEIGHTS`, and ranks with
+  `ORDER BY rank ... LIMIT`, so only the best rows ever reach Python.
 - `symbols(word, page, count, named)`: the symbol words (C++, .NET, node.js, v1.10) each
   page holds, as written (lowercased), which the tokenizer would split.
 
@@ -22,11 +27,15 @@ from typing import NamedTuple
 
 from lore_mcp.index import terms
 from lore_mcp.index.batch import select_in
+from lore_mcp.index.languages import STEMMED, Stems, page_language
 from lore_mcp.index.stems import TOKENIZER, Stemmer
 
+# The weights of names, headings, body and stems in bm25(), in the table's order.
+WEIGHTS = (10.0, 3.0, 1.0, 1.0)
+_RANK = f"bm25(fts, {', '.join(map(str, WEIGHTS))})"
 SEARCH_SCHEMA = f"""
-CREATE VIRTUAL TABLE fts USING fts5(headings, body, tokenize = '{TOKENIZER}');
-CREATE VIRTUAL TABLE fts_names USING fts5(names, tokenize = '{TOKENIZER}');
+CREATE VIRTUAL TABLE fts USING fts5(names, headings, body, stems, tokenize = '{TOKENIZER}');
+INSERT INTO fts(fts, rank) VALUES ('rank', '{_RANK.replace("fts, ", "")}');
 CREATE TABLE symbols(
     word TEXT NOT NULL,
     page INTEGER NOT NULL,
@@ -36,9 +45,9 @@ CREATE TABLE symbols(
 ) WITHOUT ROWID;
 CREATE INDEX symbols_page ON symbols(page);
 """
-SEARCH_TABLES = ("fts", "fts_names", "symbols")
-WEIGHTS = "2.0, 1.0"  # bm25() weights of headings and body
-HIGHLIGHT_MAX_BYTES = 256 * 1024  # longer pages are marked here, not by FTS5
+SEARCH_TABLES = ("fts", "symbols")
+BODY = 2  # the body's column, for highlight()
+TEXT = "{headings body}"  # the columns of a page's own text
 
 
 class SearchRow(NamedTuple):
@@ -54,6 +63,7 @@ class SearchTable:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
         self.stemmer = Stemmer()
+        self.stems = Stems()
 
     def close(self) -> None:
         self.stemmer.close()
@@ -71,84 +81,86 @@ class SearchTable:
         ordered = sorted(documents)
         self.delete([d[0] for d in ordered])
         self._conn.executemany(
-            "INSERT INTO fts(rowid, headings, body) VALUES (?, ?, ?)",
-            (
-                (rowid, terms.fts_text(terms.headings(body)), terms.fts_text(body))
-                for rowid, _, _, body in ordered
-            ),
-        )
-        self._conn.executemany(
-            "INSERT INTO fts_names(rowid, names) VALUES (?, ?)",
-            (
-                (rowid, terms.fts_text("\n".join([title, *aliases])))
-                for rowid, title, aliases, _ in ordered
-            ),
+            "INSERT INTO fts(rowid, names, headings, body, stems) VALUES (?, ?, ?, ?, ?)",
+            (self._row(*document) for document in ordered),
         )
         self._conn.executemany(
             "INSERT INTO symbols(word, page, count, named) VALUES (?, ?, ?, ?)",
             (row for document in ordered for row in _symbol_rows(*document)),
         )
 
+    def _row(
+        self, rowid: int, title: str, aliases: Sequence[str], body: str
+    ) -> tuple[int, str, str, str, str]:
+        names = "\n".join([title, *aliases])
+        language = page_language(body)
+        stems = ""
+        if language in STEMMED:
+            stems = self.stems.text(language, names + "\n" + body)
+        heads = terms.headings(body)
+        return rowid, terms.fts_text(names), terms.fts_text(heads), terms.fts_text(body), stems
+
     def delete(self, ids: Sequence[int]) -> None:
         rows = [(i,) for i in ids]
         self._conn.executemany("DELETE FROM fts WHERE rowid = ?", rows)
-        self._conn.executemany("DELETE FROM fts_names WHERE rowid = ?", rows)
         self._conn.executemany("DELETE FROM symbols WHERE page = ?", rows)
 
     # -- lookups --------------------------------------------------------------------
 
     def first(self, match: str, limit: int) -> list[int]:
-        """The first pages (by id) whose text matches."""
+        """The first pages (by id) that match."""
         sql = "SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?"
         return [row[0] for row in self._conn.execute(sql, (match, limit))]
 
     def count(self, match: str, cap: int) -> tuple[int, int]:
-        """How many pages' text matches, counted up to `cap`, and the last page id counted."""
+        """How many pages match, counted up to `cap`, and the last page id counted."""
         sql = "SELECT count(*), max(rowid) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)"
         found, last = self._conn.execute(sql, (match, cap)).fetchone()
         return int(found), int(last or 0)
 
-    def pages_up_to(self, page_id: int) -> int:
-        """How many pages (with text) have an id up to this one."""
-        sql = "SELECT count(*) FROM pages WHERE id <= ? AND path IS NOT NULL"
-        return int(self._conn.execute(sql, (page_id,)).fetchone()[0])
-
-    def scored(self, match: str) -> list[tuple[int, float]]:
-        """Every page whose text matches, with FTS5's bm25() (lower is better)."""
-        sql = f"SELECT rowid, bm25(fts, {WEIGHTS}) FROM fts WHERE fts MATCH ?"
-        return [(int(i), float(s)) for i, s in self._conn.execute(sql, (match,))]
-
-    def matching(self, match: str, within: tuple[int, int] | None = None) -> set[int]:
-        """Pages whose text matches, optionally only those with ids in a range."""
-        if within is None:
-            return {row[0] for row in self._conn.execute(_MATCH, (match,))}
-        sql = _MATCH + " AND rowid BETWEEN ? AND ?"
-        return {row[0] for row in self._conn.execute(sql, (match, *within))}
+    def ranked(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """The best `limit` pages that match, by FTS5's bm25() with the column weights,
+        best first (lower is better)."""
+        sql = "SELECT rowid, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?"
+        rows = self._conn.execute(sql, (match, limit))
+        return [(int(i), float(s)) for i, s in rows]
 
     def matching_among(self, match: str, ids: Sequence[int]) -> set[int]:
-        """Those of these pages whose text matches (a lookup per page: for a few)."""
+        """Those of these pages that match. FTS5 goes through the pages that match and
+        SQLite keeps those among `ids` (`+rowid`: looking each id up in FTS5 costs more
+        than the whole pass, for a term in many pages as for a rare one)."""
         return {
             row[0]
-            for row in select_in(self._conn, _MATCH + " AND rowid IN ({})", ids, prefix=[match])
+            for row in select_in(self._conn, _MATCH + " AND +rowid IN ({})", ids, prefix=[match])
         }
 
-    def named(self, match: str, cap: int) -> list[tuple[int, str]]:
-        """Pages whose title or aliases match, with those names, a line each."""
-        sql = "SELECT rowid, names FROM fts_names WHERE fts_names MATCH ? LIMIT ?"
-        return [(int(i), str(names)) for i, names in self._conn.execute(sql, (match, cap))]
+    def texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """(headings, body) of pages by id."""
+        sql = "SELECT rowid, headings, body FROM fts WHERE rowid IN ({})"
+        return {
+            int(i): (str(h).replace(terms.SEP, ""), str(b).replace(terms.SEP, ""))
+            for i, h, b in select_in(self._conn, sql, ids)
+        }
 
     def names_of(self, ids: Sequence[int]) -> dict[int, str]:
-        sql = "SELECT rowid, names FROM fts_names WHERE rowid IN ({})"
-        return {int(i): str(names) for i, names in select_in(self._conn, sql, ids)}
-
-    def symbol_count(self, word: str, cap: int) -> int:
-        sql = "SELECT count(*) FROM (SELECT 1 FROM symbols WHERE word = ? LIMIT ?)"
-        return int(self._conn.execute(sql, (word, cap)).fetchone()[0])
+        """The names (title and aliases, a line each) of pages by id."""
+        sql = "SELECT rowid, names FROM fts WHERE rowid IN ({})"
+        return {int(i): str(n).replace(terms.SEP, "") for i, n in select_in(self._conn, sql, ids)}
 
     def symbol_pages(self, word: str, limit: int = -1) -> list[tuple[int, int, bool]]:
-        """(page, count in its text, in its names) of the pages holding a symbol word."""
-        sql = "SELECT page, count, named FROM symbols WHERE word = ? ORDER BY page LIMIT ?"
+        """(page, count in its text, in its names) of the pages holding a symbol word,
+        those named by it first, then those holding it most."""
+        sql = (
+            "SELECT page, count, named FROM symbols WHERE word = ? "
+            "ORDER BY named DESC, count DESC, page LIMIT ?"
+        )
         return [(int(p), int(c), bool(n)) for p, c, n in self._conn.execute(sql, (word, limit))]
+
+    def symbol_counts(self, word: str, ids: Sequence[int]) -> dict[int, int]:
+        """How often each of these pages holds a symbol word in its text (or 1, in its
+        names only), for those that hold it."""
+        sql = "SELECT page, max(count, named) FROM symbols WHERE word = ? AND page IN ({})"
+        return {int(p): int(c) for p, c in select_in(self._conn, sql, ids, prefix=[word])}
 
     def symbol_among(self, word: str, ids: Sequence[int]) -> set[int]:
         sql = "SELECT page FROM symbols WHERE word = ? AND page IN ({})"
@@ -158,19 +170,12 @@ class SearchTable:
         row = self._conn.execute("SELECT body FROM fts WHERE rowid = ?", (page_id,)).fetchone()
         return str(row[0]).replace(terms.SEP, "") if row else ""
 
-    def highlighted(self, page_id: int, match: str) -> str | None:
-        """The page's text with what matches between `snippets.OPEN` and `CLOSE`; None
-        if it does not match."""
-        sql = "SELECT highlight(fts, 1, char(2), char(3)) FROM fts WHERE fts MATCH ? AND rowid = ?"
-        row = self._conn.execute(sql, (match, page_id)).fetchone()
-        return None if row is None else str(row[0])
-
     def completions(self, prefix: str, pages: int) -> list[str]:
         """The words (folded) a prefix match stands for in the first `pages` pages
-        holding one, the most frequent first."""
-        sql = "SELECT highlight(fts, 1, char(2), char(3)) FROM fts WHERE fts MATCH ? LIMIT ?"
+        holding one in their text, the most frequent first."""
+        sql = f"SELECT highlight(fts, {BODY}, char(2), char(3)) FROM fts WHERE fts MATCH ? LIMIT ?"
         found: Counter[str] = Counter()
-        for (text,) in self._conn.execute(sql, (prefix, pages)):
+        for (text,) in self._conn.execute(sql, (f"body : {prefix}", pages)):
             found.update(terms.fold(w) for w in _MARKED.findall(str(text).replace(terms.SEP, "")))
         return [word for word, _ in found.most_common()]
 
@@ -186,7 +191,7 @@ class SearchTable:
         symbols = [t.symbol for t in parsed.terms if t.symbol is not None]
         if not words and not symbols:
             return []
-        match = " AND ".join(words)
+        match = f"{TEXT} : (" + " AND ".join(words) + ")"
         if symbols:
             ids = set.intersection(*({p for p, _, _ in self.symbol_pages(s)} for s in symbols))
             found = sorted(self.matching_among(match, sorted(ids)) if words else ids)[:limit]
@@ -194,13 +199,12 @@ class SearchTable:
             found = self.first(match, limit)
         return [key for key, _, _ in self.pages(found).values()]
 
-    def documents(self) -> list[tuple[str, str, str]]:
-        """(key, names, text) of every page, sorted, for consistency checks."""
+    def documents(self) -> list[tuple[str, str, str, str]]:
+        """(key, names, text, stems) of every page, sorted, for consistency checks."""
         rows = self._conn.execute(
-            "SELECT p.key, n.names, f.body FROM fts f JOIN pages p ON p.id = f.rowid "
-            "JOIN fts_names n ON n.rowid = f.rowid"
+            "SELECT p.key, f.names, f.body, f.stems FROM fts f JOIN pages p ON p.id = f.rowid"
         )
-        return sorted((str(s), str(n), str(b)) for s, n, b in rows)
+        return sorted((str(s), str(n), str(b), str(t)) for s, n, b, t in rows)
 
 
 _MATCH = "SELECT rowid FROM fts WHERE fts MATCH ?"

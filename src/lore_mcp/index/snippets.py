@@ -26,6 +26,8 @@ _EMPHASIS = re.compile(
     f"|(?<=\\S)(?:\\*+|_+|~~|==)(?![^\\W_]|[{OPEN}{CLOSE}])"
 )
 _JOINED_MARKS = re.compile(f"{CLOSE}\\s+{OPEN}")  # marked words in a row: marked together
+_PLAIN = f"[^{OPEN}{CLOSE}]*"
+_WELL_FORMED = re.compile(f"{_PLAIN}(?:{OPEN}{_PLAIN}{CLOSE}{_PLAIN})*")
 
 
 def passage(marked: str, words: int = WORDS) -> str:
@@ -68,7 +70,9 @@ def _marked_word(token: str) -> str:
 
 
 def _balanced(text: str) -> str:
-    """Marks cut by the window's edges closed or dropped."""
+    """Marks cut by the window's edges closed or dropped (and marks within marks)."""
+    if _WELL_FORMED.fullmatch(text):  # the usual case, checked in one pass
+        return text
     opened = False
     out: list[str] = []
     for char in text:
@@ -86,15 +90,15 @@ def _balanced(text: str) -> str:
     return "".join(out)
 
 
-def mark(text: str, words: Iterable[str]) -> str:
+def mark(text: str, words: Iterable[str], folded: str | None = None) -> str:
     """`text` with every word that starts with one of `words` (folded) between the
     marks (in Chinese and Japanese, just the characters): an approximation of the
-    tokenizer's matching, for pages too long to have FTS5 mark them."""
+    tokenizer's matching. `folded` is the text folded, if the caller has it."""
     starts = sorted({w for w in words if w}, key=len, reverse=True)
     if not starts:
         return text
     pattern = re.compile("|".join(re.escape(w) for w in starts))
-    folded = fold(text)
+    folded = fold(text) if folded is None else folded
     if len(folded) != len(text):  # folding changed the length: mark what lines up
         folded = text.lower()
     out: list[str] = []
