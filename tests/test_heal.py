@@ -200,6 +200,7 @@ async def test_every_tool_answers_after_a_page_of_the_index_is_damaged(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("seed", SEEDS[:3])
+@pytest.mark.slow
 async def test_a_page_damaged_under_a_running_server_heals_both_servers(
     brain_dir: Path, seed: int
 ) -> None:

@@ -238,6 +238,7 @@ def _near_vault(root: Path, seed: int, count: int) -> list[str]:
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(min_value=0, max_value=10_000), st.integers(min_value=4, max_value=30))
+@pytest.mark.slow
 def test_every_file_is_read_and_appended_by_its_handle_and_path_alone(
     seed: int, count: int
 ) -> None:

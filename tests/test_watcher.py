@@ -245,6 +245,7 @@ def test_renamed_page(watch: Start) -> None:
     assert "alpha" in placeholder_slugs(w.state)
 
 
+@pytest.mark.slow
 def test_moved_folder(watch: Start) -> None:
     w = watch(SEED)
     (w.root / "archive").mkdir()
@@ -261,6 +262,7 @@ def test_deleted_folder(watch: Start) -> None:
     assert not [s for s in page_slugs(w.state) if s.startswith("notes/")]
 
 
+@pytest.mark.slow
 def test_folder_moved_in_and_out(watch: Start, tmp_path: Path) -> None:
     w = watch(SEED)
     outside = tmp_path / "outside"
@@ -378,6 +380,7 @@ def test_apply_errors_are_logged_and_retried(
     assert "disk on fire" in caplog.text
 
 
+@pytest.mark.slow
 def test_persistent_errors_end_in_a_full_pass(
     state: AppState, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -99,6 +99,7 @@ def test_killed_before_its_record_a_rename_is_undone(vault_dir: Path) -> None:
         state.close()
 
 
+@pytest.mark.slow
 def test_read_only_leaves_an_interrupted_rename_and_reports_it(
     vault_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

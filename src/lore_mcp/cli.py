@@ -461,7 +461,6 @@ def main(argv: Sequence[str] | None = None, *, serve_prog: str = "lore serve") -
             commands.list_vaults(_specs(args), default_config_path(), as_json=args.json)
             return EXIT_OK
         if args.command == "ui":
-
             commands.run_ui(args, _vault_path(args))
             return EXIT_OK
         return EXIT_OK if commands.run(args, _vault_path(args)) else EXIT_FAILED
