@@ -55,7 +55,6 @@ from lore_mcp.errors import (
     PageNotFoundError,
     UnsafePathError,
 )
-from lore_mcp.index import is_damage
 from lore_mcp.middleware import REQUEST, Answers, ClientLog
 from lore_mcp.prompts import PROMPT_ARGUMENTS_WITH_PAGES, PROMPTS
 from lore_mcp.stdio import Verdict, screened_stdio
@@ -373,12 +372,10 @@ def instructions(vaults: Vaults | AppState, grant: Grant = EVERYTHING) -> str:
 
 
 def _one_vault(vault: AppState) -> str:
-    try:
-        pages = 0 if vault.ready.is_set() else vault.index.pages.count()
-    except Exception as exc:
-        if not is_damage(exc):
-            raise
-        pages = 0
+    # Counted from the index file on a connection of its own: the vault's own may be
+    # rebuilt this moment by a heal in the index thread (a session can start any time).
+    pages = 0 if vault.ready.is_set() else engine.last_index_count(vault.root) or 0
+
     if vault.ready.is_set():
         size = f"{len(vault.pages)} pages"
     elif pages:
