@@ -470,6 +470,7 @@ INITIALIZE = {
 }
 
 
+@pytest.mark.slow
 def test_serve_answers_initialize_and_logs_only_warnings(brain_dir: Path) -> None:
     served = lore("--vault", str(brain_dir), "serve", stdin=json.dumps(INITIALIZE).encode() + b"\n")
     assert served.returncode == 0, served.stderr

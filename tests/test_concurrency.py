@@ -35,6 +35,7 @@ def test_two_states_see_each_others_writes(vault_dir: Path) -> None:
         b.close()
 
 
+@pytest.mark.slow
 def test_two_states_writing_at_once_lose_nothing(vault_dir: Path) -> None:
     a = ops.open_vault(vault_dir)
     b = ops.open_vault(vault_dir)

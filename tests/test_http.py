@@ -169,6 +169,7 @@ def token_file(folder: Path, token: str = TOKEN, mode: int = 0o600) -> Path:
     ("mode", "source"),
     [("legacy", "env"), pytest.param(MODERN, "file", marks=pytest.mark.slow)],
 )
+@pytest.mark.slow
 async def test_tools_work_with_the_token(brain_dir: Path, mode: str, source: str) -> None:
     args = ["--no-watch"]
     if source == "file":

@@ -352,6 +352,7 @@ def _kept_hashes(opened: AppState, rel: str) -> set[str]:
         max_size=6,
     ),
 )
+@pytest.mark.slow
 def test_no_write_changes_a_file_it_does_not_name(
     initial: list[str], links: list[str], operations: list[tuple[str, str, str]]
 ) -> None:

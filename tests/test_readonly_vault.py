@@ -92,6 +92,7 @@ def files(root: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 async def test_read_only_vault_serves_reads_and_refuses_writes(
     readonly_vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

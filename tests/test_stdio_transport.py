@@ -319,6 +319,7 @@ def test_end_of_input_ends_the_server_and_closes_the_vault(
     assert not (brain_dir / ".lore" / "lore.db-wal").exists()  # SQLite closed cleanly
 
 
+@pytest.mark.slow
 def test_a_client_that_goes_away_mid_answer_ends_the_server_quietly(
     brain_dir: Path, log: Path
 ) -> None:
@@ -411,6 +412,7 @@ def test_requests_from_a_file_are_all_answered(brain_dir: Path, tmp_path: Path) 
     assert closed_cleanly(done.returncode, done.stderr.decode("utf-8"))
 
 
+@pytest.mark.slow
 def test_stdin_from_the_null_device_ends_at_once(brain_dir: Path) -> None:
     done = subprocess.run(
         lore_mcp(brain_dir),

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,6 +69,7 @@ def _index(entries: dict[str, str]) -> Iterator[Index]:
     _PART,
     st.integers(min_value=1, max_value=6),
 )
+@pytest.mark.slow
 def test_names_find_what_a_scan_finds(
     entries: dict[str, str], matches: str, part: str, limit: int
 ) -> None:

@@ -244,6 +244,7 @@ def test_lore_ui_is_a_command(brain_dir: Path) -> None:
     assert (args.command, args.port, args.open, args.read_only) == ("ui", 0, True, False)
 
 
+@pytest.mark.slow
 def test_lore_ui_serves_until_interrupted(brain_dir: Path) -> None:
     import signal
     import subprocess
