@@ -27,10 +27,11 @@ EMPTY_SERVER = "from mcp.server.mcpserver import MCPServer; MCPServer('floor').r
 
 def _engine_fts_options() -> str:
     """The options of the engine's own FTS5 table, read from its schema."""
-    found = re.search(r"fts USING fts5\(\s*headings, body, (.*?)\s*\);", SEARCH_SCHEMA, re.S)
-    if found is None:
-        raise RuntimeError("cannot find the FTS5 table in the engine's schema")
-    return found.group(1)
+    found = re.search(r"fts USING fts5\((.*?)\);", SEARCH_SCHEMA, re.S)
+    options = [part.strip() for part in found.group(1).split(",") if "=" in part] if found else []
+    if not options:
+        raise RuntimeError("cannot find the FTS5 table's options in the engine's schema")
+    return ", ".join(options)
 
 
 ENGINE_FTS_OPTIONS = _engine_fts_options()

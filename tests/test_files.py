@@ -48,3 +48,43 @@ def test_stale_temp_files_are_removed_and_fresh_ones_kept(vault_dir: Path) -> No
     assert files.scan_files(vault_dir) == {}
     assert not stale.exists()
     assert fresh.exists()
+
+
+def _seen(root: Path) -> dict[str, files.Seen]:
+    device = root.stat().st_dev
+    return {rel: files.Seen(stamp, device) for rel, stamp in files.scan_files(root).items()}
+
+
+def test_a_file_a_pass_found_is_read_as_it_was_found(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    (root / "notes").mkdir(parents=True)
+    (root / "notes" / "a.md").write_text("Inside [[b]].\n")
+    seen = _seen(root)["notes/a.md"]
+    fast = files.read_page_file(root, "notes/a.md", seen=seen)
+    assert fast is not None and fast == files.read_page_file(root, "notes/a.md")
+    assert fast.body == "Inside [[b]].\n"
+
+
+def test_a_folder_made_a_symlink_out_after_the_pass_found_a_file_is_not_read_through(
+    tmp_path: Path,
+) -> None:
+    root, outside = tmp_path / "vault", tmp_path / "outside"
+    (root / "notes").mkdir(parents=True)
+    (root / "notes" / "a.md").write_text("Inside.\n")
+    (outside / "notes").mkdir(parents=True)
+    (outside / "notes" / "a.md").write_text("OUTSIDEWORD\n")
+    seen = _seen(root)["notes/a.md"]
+    (root / "notes").rename(root / "old")
+    (root / "notes").symlink_to(outside / "notes", target_is_directory=True)
+    assert files.read_page_file(root.resolve(), "notes/a.md", seen=seen) is None
+
+
+def test_a_file_replaced_after_the_pass_found_it_is_read_as_it_is_now(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "a.md").write_text("Before.\n")
+    seen = _seen(root)["a.md"]
+    (root / "b.md").write_text("After.\n")
+    (root / "b.md").replace(root / "a.md")
+    parsed = files.read_page_file(root.resolve(), "a.md", seen=seen)
+    assert parsed is not None and parsed.body == "After.\n"

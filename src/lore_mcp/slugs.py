@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
@@ -285,23 +285,38 @@ def pick(candidates: Iterable[str], source: str | None) -> str:
 
 
 class _Multi:
-    """A map from a key to a set of paths."""
+    """A map from a key to a set of paths. Most keys have one path, which is kept as
+    itself: a set for each would make the name tables of a large vault several times
+    their size."""
 
     def __init__(self) -> None:
-        self.sets: dict[str, set[str]] = {}
+        self.sets: dict[str, str | set[str]] = {}
 
     def add(self, key: str, path: str) -> None:
-        self.sets.setdefault(key, set()).add(path)
+        found = self.sets.get(key)
+        if found is None:
+            self.sets[key] = path
+        elif isinstance(found, str):
+            if found != path:
+                self.sets[key] = {found, path}
+        else:
+            found.add(path)
 
     def remove(self, key: str, path: str) -> None:
         found = self.sets.get(key)
-        if found is not None:
-            found.discard(path)
-            if not found:
+        if found is None:
+            return
+        if isinstance(found, str):
+            if found == path:
                 del self.sets[key]
+            return
+        found.discard(path)
+        if len(found) == 1:
+            self.sets[key] = next(iter(found))
 
-    def get(self, key: str) -> set[str]:
-        return self.sets.get(key, set())
+    def get(self, key: str) -> Collection[str]:
+        found = self.sets.get(key, ())
+        return (found,) if isinstance(found, str) else found
 
 
 class _Slugged:

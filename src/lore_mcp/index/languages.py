@@ -36,6 +36,8 @@ _STOPWORDS = {
     "fr": _own(FRENCH, ENGLISH, GERMAN, SPANISH),
     "es": _own(SPANISH, ENGLISH, FRENCH, GERMAN),
 }
+_LANGUAGE_OF = {word: language for language, stops in _STOPWORDS.items() for word in stops}
+_OWN_STOPWORDS = frozenset(_LANGUAGE_OF)
 _FOLD = str.maketrans("àáâäãçèéêëìíîïñòóôöõùúûüß", "aaaaaceeeeiiiinooooouuuus")
 
 
@@ -48,10 +50,15 @@ def detect(sample: Iterable[str], minimum: int = _MIN_HITS) -> str | None:
     """The language ("en", "de", "fr", "es") with the most of its own stopwords among
     these lowercased words, if there are at least `minimum` of them (each counted
     once)."""
-    seen = {word if word.isascii() else word.translate(_FOLD) for word in set(sample)}
+    return _best({word if word.isascii() else word.translate(_FOLD) for word in sample}, minimum)
+
+
+def _best(seen: set[str], minimum: int) -> str | None:
+    counts = dict.fromkeys(_STOPWORDS, 0)  # in this order, which breaks ties
+    for word in _OWN_STOPWORDS.intersection(seen):
+        counts[_LANGUAGE_OF[word]] += 1
     best, hits = None, 0
-    for language, stops in _STOPWORDS.items():
-        found = len(stops.intersection(seen))
+    for language, found in counts.items():
         if found > hits:
             best, hits = language, found
     return best if hits >= minimum else None
@@ -61,7 +68,10 @@ def page_language(text: str) -> str | None:
     """The language of a page, from the stopwords of its first `SAMPLE_CHARS` (split
     at white space: a word before a comma or a full stop is missed, which costs little
     against many times the speed)."""
-    return detect(text[:SAMPLE_CHARS].lower().split())
+    sample = text[:SAMPLE_CHARS].lower()
+    if not sample.isascii():
+        sample = sample.translate(_FOLD)
+    return _best(set(sample.split()), _MIN_HITS)
 
 
 def query_languages(text: str) -> tuple[str, ...]:

@@ -200,15 +200,29 @@ class Unreadable(Exception):
     """A page file that cannot go into the index, and why."""
 
 
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A page file as a pass over the folders found it inside the vault (`scan_files`):
+    its stamp, and the device of the vault's root."""
+
+    stamp: Stamp
+    device: int
+
+
 def read_page_file(
-    root: Path, rel_path: str, others: OtherFiles | None = None, ahead: Parsed | None = None
+    root: Path,
+    rel_path: str,
+    others: OtherFiles | None = None,
+    ahead: Parsed | None = None,
+    seen: Seen | None = None,
 ) -> Parsed | None:
     """Read and parse one page file (unless `ahead` is that file's content parsed
     already); None (logged, and said by `unreadable`) if it is gone, unreadable, too
     large, leads out of the vault or cannot be parsed: one file never stops a pass
-    over the others."""
+    over the others. With `seen`, a file that is still the one found there is read
+    without resolving its path again (see `_read_seen`)."""
     try:
-        return _read_page_file(root, rel_path, others, ahead)
+        return _read_page_file(root, rel_path, others, ahead, seen)
     except Unreadable as exc:
         log.warning("skipping %s: %s", rel_path, exc)
         return None
@@ -216,28 +230,31 @@ def read_page_file(
 
 def parse_page_file(root: Path, rel_path: str, others: OtherFiles | None) -> Parsed:
     """`read_page_file`, raising `Unreadable` (and logging nothing) where it gives None."""
-    return _read_page_file(root, rel_path, others, None)
+    return _read_page_file(root, rel_path, others, None, None)
 
 
 def unreadable(root: Path, rel_path: str) -> str | None:
     """Why the page file cannot be indexed, as `read_page_file` logged it; None if it can."""
     try:
-        _read_page_file(root, rel_path, None, None)
+        _read_page_file(root, rel_path, None, None, None)
     except Unreadable as exc:
         return str(exc)
     return None
 
 
 def _read_page_file(
-    root: Path, rel_path: str, others: OtherFiles | None, ahead: Parsed | None
+    root: Path, rel_path: str, others: OtherFiles | None, ahead: Parsed | None, seen: Seen | None
 ) -> Parsed:
-    path = real_path(root, rel_path)
-    if path is None:
-        raise Unreadable("a symbolic link on its path leads outside the vault")
-    try:
-        st, data = read_regular(path, MAX_FILE_BYTES)
-    except OSError as exc:
-        raise Unreadable(exc.strerror or str(exc)) from exc
+    found = _read_seen(root, rel_path, seen) if seen is not None else None
+    if found is None:
+        path = real_path(root, rel_path)
+        if path is None:
+            raise Unreadable("a symbolic link on its path leads outside the vault")
+        try:
+            found = read_regular(path, MAX_FILE_BYTES)
+        except OSError as exc:
+            raise Unreadable(exc.strerror or str(exc)) from exc
+    st, data = found
     if data is None:
         raise Unreadable(f"{st.st_size} bytes is over the {MAX_FILE_BYTES} byte limit")
     if ahead is not None and ahead.row.hash == content_hash(data):
@@ -262,6 +279,27 @@ def _read_page_file(
         )
     except Exception as exc:  # a parser's bug must cost this page only, not the pass
         raise Unreadable(f"it could not be parsed ({type(exc).__name__}: {exc})") from exc
+
+
+def _read_seen(root: Path, rel_path: str, seen: Seen) -> tuple[os.stat_result, bytes | None] | None:
+    """The stat and bytes of the file at `rel_path` when it is the very file a pass
+    found there a moment ago (same device, inode and ctime: no other file, inside the
+    vault or out, can be), opened without following a symlink in its own place; None
+    when that cannot be told, and the path must be resolved (`real_path`) first. The
+    pass found it in real folders inside the vault, so no symlink put on its way since
+    can lead the read anywhere else: that would open another file."""
+    if not seen.stamp.inode:
+        return None
+    try:
+        st, data = read_regular(on_disk(root, rel_path), MAX_FILE_BYTES)
+    except OSError:
+        return None
+    same = (st.st_dev, st.st_ino, st.st_ctime_ns) == (
+        seen.device,
+        seen.stamp.inode,
+        seen.stamp.ctime_ns,
+    )
+    return (st, data) if same else None
 
 
 def read_regular(path: Path, limit: int | None = None) -> tuple[os.stat_result, bytes | None]:

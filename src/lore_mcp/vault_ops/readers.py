@@ -15,7 +15,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from lore_mcp.config import LARGE_PASS_FILES
-from lore_mcp.vault_ops.files import OtherFiles, Parsed, read_page_file
+from lore_mcp.vault_ops.files import OtherFiles, Parsed, Seen, Stamp, read_page_file
 
 log = logging.getLogger(__name__)
 
@@ -27,19 +27,29 @@ def read_many(
     rel_paths: Sequence[str],
     others: OtherFiles | None,
     readers: int,
+    *,
     ahead: Mapping[str, Parsed] | None = None,
+    stamps: Mapping[str, Stamp] | None = None,
 ) -> Iterator[tuple[str, Parsed | None]]:
     """`read_page_file` for many files, in order (a page in `ahead`, parsed before the
-    write lock was taken, is only read again to check its bytes). With many files and
+    write lock was taken, is only read again to check its bytes; one in `stamps`, as a
+    pass over the folders just found it, is read as `files.Seen` says). With many files and
     `readers` above 0, that many worker processes read and parse them while this
     process takes in what they give back (reading and parsing is about half the work of
     a first index). If a worker fails to start or dies, the rest is read here. The
     workers end with this process, even when it is killed (see `_end_with_parent`)."""
+    seen = _seen(root, stamps or {})
     if len(rel_paths) < LARGE_PASS_FILES or readers < 1:
         parsed = ahead or {}
-        yield from ((rel, read_page_file(root, rel, others, parsed.get(rel))) for rel in rel_paths)
+        yield from (
+            (rel, read_page_file(root, rel, others, parsed.get(rel), seen.get(rel)))
+            for rel in rel_paths
+        )
         return
-    chunks = [rel_paths[i : i + READ_CHUNK] for i in range(0, len(rel_paths), READ_CHUNK)]
+    chunks = [
+        [(rel, seen.get(rel)) for rel in rel_paths[i : i + READ_CHUNK]]
+        for i in range(0, len(rel_paths), READ_CHUNK)
+    ]
     done = 0
     try:
         with ProcessPoolExecutor(
@@ -57,6 +67,16 @@ def read_many(
     except (BrokenProcessPool, OSError) as exc:
         log.warning("reading pages in worker processes failed (%s); reading the rest here", exc)
         yield from ((rel, read_page_file(root, rel, others)) for rel in rel_paths[done:])
+
+
+def _seen(root: Path, stamps: Mapping[str, Stamp]) -> dict[str, Seen]:
+    if not stamps:
+        return {}
+    try:
+        device = root.stat().st_dev
+    except OSError:
+        return {}
+    return {rel: Seen(stamp, device) for rel, stamp in stamps.items()}
 
 
 def _end_with_parent() -> None:
@@ -77,6 +97,6 @@ def _end_with_parent() -> None:
 
 
 def _read_chunk(
-    root: Path, rel_paths: Sequence[str], others: OtherFiles | None
+    root: Path, chunk: Sequence[tuple[str, Seen | None]], others: OtherFiles | None
 ) -> list[tuple[str, Parsed | None]]:
-    return [(rel, read_page_file(root, rel, others)) for rel in rel_paths]
+    return [(rel, read_page_file(root, rel, others, seen=seen)) for rel, seen in chunk]

@@ -111,7 +111,15 @@ def _sync_unguarded(
 
     def pages() -> Iterator[Parsed]:
         for done, (rel, page) in enumerate(
-            read_many(vault.root, plan.todo, vault.others, vault.readers, _usable(vault, ahead)), 1
+            read_many(
+                vault.root,
+                plan.todo,
+                vault.others,
+                vault.readers,
+                ahead=_usable(vault, ahead),
+                stamps=plan.stamps,
+            ),
+            1,
         ):
             old = plan.known.get(rel)
             if page is None:
@@ -147,6 +155,7 @@ class _Plan:
     """What a pass has to do, decided before it reads a page."""
 
     todo: list[str]  # the files to read, sorted
+    stamps: dict[str, Stamp]  # their stamps, as the pass over the folders found them
     known: dict[str, FileStamp]  # the index rows at those paths
     removals: dict[str, str]  # indexed pages whose files are gone, with their hashes
     unchanged: int  # files found unchanged by their stamps (or their hashes)
@@ -168,7 +177,7 @@ def _plan(vault: AppState, scope: list[str] | None) -> _Plan:
     else:
         files, indexed = _scan_scope(vault, scope)
     gone = {rel: row.hash for rel, row in indexed.items() if rel not in files}
-    plan = _Plan([], {}, gone, 0, cold=scope is None and not indexed)
+    plan = _Plan([], {}, {}, gone, 0, cold=scope is None and not indexed)
     for rel, stamp in sorted(files.items()):
         row = indexed.get(rel)
         seen = "changed" if row is None else stamp.compare(row)
@@ -179,6 +188,7 @@ def _plan(vault: AppState, scope: list[str] | None) -> _Plan:
             plan.unchanged += 1
         else:
             plan.todo.append(rel)
+            plan.stamps[rel] = stamp
             if row is not None:
                 plan.known[rel] = row
     return plan
