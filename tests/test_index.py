@@ -14,7 +14,7 @@ from helpers import assert_matches_fresh, placeholder_slugs
 from lore_mcp import vault_ops as ops
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from lore_mcp.errors import PageNotFoundError
-from lore_mcp.index import Index, PageRow
+from lore_mcp.index import Index, PageRow, search_text
 from lore_mcp.index.db import MOVES_KEEP, SCHEMA_VERSION
 from lore_mcp.vault_ops import apply, sync
 
@@ -23,7 +23,10 @@ def test_page_files_found_by_path_and_folder(tmp_path: Path) -> None:
     index = Index(tmp_path / "lore.db")
     paths = ["a.md", "a/b.md", "a/c/d.md", "a-b/e.md", "a.b/f.md", "ab/g.md", "é/h.md"]
     with index.write():
-        rows = [(PageRow(p[:-3].replace("/", "-"), p, p, size=i), "") for i, p in enumerate(paths)]
+        rows = [
+            (PageRow(p[:-3].replace("/", "-"), p, p, size=i), search_text(p, (), ""))
+            for i, p in enumerate(paths)
+        ]
         index.put_pages([*rows, (PageRow("ghost", "Ghost", None), None)])
     table = index.pages
     assert sorted(table.files_under("a")) == ["a/b.md", "a/c/d.md"]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from conftest import write
 from lore_mcp import vault_ops as ops
-from lore_mcp.index import Index, PageRow, finder, rescore, terms
+from lore_mcp.index import Index, PageRow, finder, rescore, search_text, terms
 from lore_mcp.index.stems import Stemmer
 from lore_mcp.vault_ops import AppState
 
@@ -118,7 +118,14 @@ def test_inflections_reach_every_stem() -> None:
 def test_any_query_is_safe(tmp_path: Path) -> None:
     index = Index(tmp_path / "lore.db")
     with index.write():
-        index.put_pages([(PageRow("a", "Alpha", "a.md"), "some text AND or NOT near 記憶 C++")])
+        index.put_pages(
+            [
+                (
+                    PageRow("a", "Alpha", "a.md"),
+                    search_text("Alpha", (), "some text AND or NOT near 記憶 C++"),
+                )
+            ]
+        )
     table = index.search
 
     @settings(max_examples=100, deadline=None)

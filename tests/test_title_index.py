@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from conftest import write
 from lore_mcp import vault_ops as ops
-from lore_mcp.index import Index, PageRow
+from lore_mcp.index import Index, PageRow, search_text
 from lore_mcp.slugs import path_key, slug_from_path
 from lore_mcp.vault_ops import AppState
 
@@ -56,7 +56,9 @@ def _index(entries: dict[str, str]) -> Iterator[Index]:
         index = Index(Path(folder) / "lore.db")
         try:
             with index.write():
-                index.put_pages([(PageRow(s, t, f"{s}.md"), "") for s, t in entries.items()])
+                index.put_pages(
+                    [(PageRow(s, t, f"{s}.md"), search_text(t, (), "")) for s, t in entries.items()]
+                )
             yield index
         finally:
             index.close()
@@ -90,7 +92,9 @@ def test_names_follow_additions_changes_and_removals(
         for add, slug, title in changes:
             with index.write():
                 if add:
-                    index.put_pages([(PageRow(slug, title, f"{slug}.md"), "")])
+                    index.put_pages(
+                        [(PageRow(slug, title, f"{slug}.md"), search_text(title, (), ""))]
+                    )
                     entries[slug] = title
                 else:
                     index.delete_pages([slug])

@@ -5,7 +5,7 @@ from lore_mcp.index.db import Index, Patience, last_page_count
 from lore_mcp.index.links import LinkRow
 from lore_mcp.index.pages import FileStamp, PageRow
 from lore_mcp.index.repair import is_damage
-from lore_mcp.index.search import SearchRow
+from lore_mcp.index.search import SearchRow, SearchText, search_text
 
 __all__ = [
     "FileStamp",
@@ -14,6 +14,9 @@ __all__ = [
     "PageRow",
     "Patience",
     "SearchRow",
+    "SearchText",
     "is_damage",
     "last_page_count",
+    "search_text",
+
 ]

@@ -25,7 +25,7 @@ from lore_mcp.errors import VaultBusyError
 from lore_mcp.index import repair
 from lore_mcp.index.links import LINK_SCHEMA, LinkTable
 from lore_mcp.index.pages import PAGE_SCHEMA, PageRow, PageTable
-from lore_mcp.index.search import SEARCH_SCHEMA, SEARCH_TABLES, SearchTable
+from lore_mcp.index.search import SEARCH_SCHEMA, SEARCH_TABLES, SearchTable, SearchText
 
 log = logging.getLogger(__name__)
 
@@ -216,19 +216,15 @@ class Index:
 
     def put_pages(
         self,
-        pages: Sequence[tuple[PageRow, str | None]],
+        pages: Sequence[tuple[PageRow, SearchText | None]],
         aliases: Mapping[str, Sequence[str]] | None = None,
         tags: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
-        """Insert or replace page rows, with their aliases and tags; a body (real pages)
-        replaces the page's text."""
+        """Insert or replace page rows, with their aliases and tags; a search text (real
+        pages: see `search.search_text`) replaces the page's."""
         ids = self.pages.upsert([row for row, _ in pages], aliases, tags)
-        named = aliases or {}
-        self.search.put(
-            (ids[row.key], row.title, named.get(row.key, ()), body)
-            for row, body in pages
-            if body is not None
-        )
+        self.search.put((ids[row.key], text) for row, text in pages if text is not None)
+
 
     def delete_pages(self, keys: Sequence[str]) -> None:
         self.search.delete(list(self.pages.ids(keys).values()))

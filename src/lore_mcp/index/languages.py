@@ -118,3 +118,6 @@ class Stems:
             if language == "de" and lowered.startswith("ge") and len(lowered) > 5:
                 found[language, self.stem(language, lowered[2:])] = None
         return [(language, s) for language, s in found if len(s) >= 2]
+
+
+STEMS = Stems()  # the process's stemmers, which every index shares

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from lore_mcp.index import terms
 from lore_mcp.index.batch import select_in
-from lore_mcp.index.languages import STEMMED, Stems, page_language
+from lore_mcp.index.languages import STEMMED, STEMS, page_language
 from lore_mcp.index.stems import TOKENIZER, Stemmer
 
 # The weights of names, headings, body and stems in bm25(), in the table's order.
@@ -50,6 +50,40 @@ BODY = 2  # the body's column, for highlight()
 TEXT = "{headings body}"  # the columns of a page's own text
 
 
+class SearchText(NamedTuple):
+    """A page's text as the search tables hold it (see the module's docstring): made
+    where the page is parsed, which in a large pass is a worker process."""
+
+    names: str
+    headings: str
+    body: str
+    stems: str
+    symbols: tuple[tuple[str, int, bool], ...]  # (word, count in the text, in the names)
+
+
+def search_text(title: str, aliases: Sequence[str], body: str) -> SearchText:
+    """The search text of a page with this title, these aliases and this text."""
+    names = "\n".join([title, *aliases])
+    language = page_language(body)
+    stems = STEMS.text(language, names + "\n" + body) if language in STEMMED else ""
+    heads = terms.headings(body)
+    return SearchText(
+        terms.fts_text(names),
+        terms.fts_text(heads),
+        terms.fts_text(body),
+        stems,
+        _symbols(title, aliases, body),
+    )
+
+
+def _symbols(title: str, aliases: Sequence[str], body: str) -> tuple[tuple[str, int, bool], ...]:
+    in_text = terms.symbol_words(body)
+    in_names: Counter[str] = Counter()
+    for name in (title, *aliases):
+        in_names.update(terms.symbol_words(name))
+    return tuple((w, in_text[w], w in in_names) for w in sorted(in_text.keys() | in_names.keys()))
+
+
 class SearchRow(NamedTuple):
     key: str  # the page's path
     title: str
@@ -63,7 +97,7 @@ class SearchTable:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
         self.stemmer = Stemmer()
-        self.stems = Stems()
+        self.stems = STEMS
 
     def close(self) -> None:
         self.stemmer.close()
@@ -74,31 +108,21 @@ class SearchTable:
 
     # -- writes ---------------------------------------------------------------------
 
-    def put(self, documents: Iterable[tuple[int, str, Sequence[str], str]]) -> None:
-        """Replace the text of the pages with these (id, title, aliases, body)."""
+    def put(self, documents: Iterable[tuple[int, SearchText]]) -> None:
+        """Replace the search text of the pages with these (id, text)."""
         # In rowid order: FTS5 flushes its pending terms whenever a rowid is lower than
         # the one written before, and many small flushes make the index slow to build.
-        ordered = sorted(documents)
-        self.delete([d[0] for d in ordered])
+        ordered = sorted(documents, key=lambda document: document[0])
+        self.delete([rowid for rowid, _ in ordered])
         self._conn.executemany(
             "INSERT INTO fts(rowid, names, headings, body, stems) VALUES (?, ?, ?, ?, ?)",
-            (self._row(*document) for document in ordered),
+            [(rowid, *text[:4]) for rowid, text in ordered],
         )
         self._conn.executemany(
             "INSERT INTO symbols(word, page, count, named) VALUES (?, ?, ?, ?)",
-            (row for document in ordered for row in _symbol_rows(*document)),
+            [(w, rowid, n, named) for rowid, text in ordered for w, n, named in text.symbols],
         )
 
-    def _row(
-        self, rowid: int, title: str, aliases: Sequence[str], body: str
-    ) -> tuple[int, str, str, str, str]:
-        names = "\n".join([title, *aliases])
-        language = page_language(body)
-        stems = ""
-        if language in STEMMED:
-            stems = self.stems.text(language, names + "\n" + body)
-        heads = terms.headings(body)
-        return rowid, terms.fts_text(names), terms.fts_text(heads), terms.fts_text(body), stems
 
     def delete(self, ids: Sequence[int]) -> None:
         rows = [(i,) for i in ids]
@@ -209,15 +233,3 @@ class SearchTable:
 
 _MATCH = "SELECT rowid FROM fts WHERE fts MATCH ?"
 _MARKED = re.compile("\x02([^\x03]*)\x03")
-
-
-def _symbol_rows(
-    rowid: int, title: str, aliases: Sequence[str], body: str
-) -> list[tuple[str, int, int, int]]:
-    in_text = terms.symbol_words(body)
-    in_names: Counter[str] = Counter()
-    for name in (title, *aliases):
-        in_names.update(terms.symbol_words(name))
-    return [
-        (w, rowid, in_text[w], int(w in in_names)) for w in sorted(in_text.keys() | in_names.keys())
-    ]

@@ -73,7 +73,8 @@ def apply(
         rows = [_resolved(vault, link) for page in batch for link in page.links]
         candidates.update(row.resolved for row in rows)
         index.put_pages(
-            [(page.row, page.body) for page in batch],
+            [(page.row, page.search) for page in batch],
+
             aliases={page.row.key: page.aliases for page in batch},
             tags={page.row.key: page.tags for page in batch},
         )

@@ -10,7 +10,7 @@ import stat
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -23,7 +23,7 @@ from lore_mcp.config import (
     MAX_PAGE_LINKS,
 )
 from lore_mcp.errors import UnsafePathError, VaultError
-from lore_mcp.index import FileStamp, LinkRow, PageRow
+from lore_mcp.index import FileStamp, LinkRow, PageRow, SearchText, search_text
 from lore_mcp.slugs import is_hidden, path_key, target_key, title_from_path
 from lore_mcp.vault_ops.ignore import Ignores, leaves_out
 from lore_mcp.vault_ops.paths import (
@@ -77,10 +77,12 @@ class Parsed:
     its links (not resolved yet: where they lead depends on the other pages)."""
 
     row: PageRow
-    body: str  # the text without its frontmatter, for search
+    body: str  # the text without its frontmatter
     links: list[LinkRow]
-    aliases: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
+    aliases: list[str]
+    tags: list[str]
+    search: SearchText  # the text as the search tables hold it
+
 
 
 class OtherFiles:
@@ -162,13 +164,16 @@ def parse(
     if len(edges) > MAX_PAGE_LINKS:  # what one page may cost the index
         log.warning("%s: links after its %d-th are not indexed", rel_path, MAX_PAGE_LINKS)
         del edges[MAX_PAGE_LINKS:]
+    body = text[properties.end :]
     return Parsed(
         row,
-        text[properties.end :],
+        body,
         edges,
         properties.aliases,
         list(dict.fromkeys(tag for tag in [*properties.tags, *found.tags])),
+        search_text(title, properties.aliases, body),
     )
+
 
 
 def page_links(
