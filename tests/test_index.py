@@ -17,6 +17,7 @@ from lore_mcp.errors import PageNotFoundError
 from lore_mcp.index import Index, PageRow, search_text
 from lore_mcp.index.db import MOVES_KEEP, SCHEMA_VERSION
 from lore_mcp.vault_ops import apply, sync
+from test_watcher import wait_until
 
 
 def test_page_files_found_by_path_and_folder(tmp_path: Path) -> None:
@@ -258,3 +259,19 @@ def test_renames_are_remembered_boundedly(tmp_path: Path) -> None:
         assert kept.fetchone()[0] <= MOVES_KEEP
     finally:
         index.close()
+
+
+def test_a_first_index_reaches_the_database_file_without_waiting_for_a_later_write(
+    tmp_path: Path,
+) -> None:
+    # Its commit leaves the pages in the write-ahead log; a checkpoint of its own copies
+    # them into the database file soon after, while the vault stays open.
+    for n in range(300):
+        write(tmp_path, f"f{n % 7}/Page {n}.md", f"Page {n} of many [[Page {n + 1}]]. " * 30)
+    state = ops.open_vault(tmp_path)
+    try:
+        db = tmp_path / LORE_DIR / CACHE_DIR / DB_NAME
+        assert wait_until(lambda: db.stat().st_size > 300 * 1000)
+        assert ops.search(state, "many").hits
+    finally:
+        state.close()

@@ -18,5 +18,4 @@ __all__ = [
     "is_damage",
     "last_page_count",
     "search_text",
-
 ]

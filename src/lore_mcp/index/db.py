@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -41,6 +42,8 @@ CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 _TABLES = ("pages", "names", "names_text", "links", *SEARCH_TABLES, "changes", "meta")
 LOCK_SLICE_S = 0.25  # a wait for the write lock looks up this often (to give up, or log)
 WARN_AFTER_S = 2.0  # a wait this long is worth a line in the log
+WAL_CHECKPOINT_PAGES = 1000  # SQLite's own: a commit past this much log checkpoints
+
 
 # How long to wait for another process's write lock: called with the seconds waited so
 # far, it says whether to go on waiting.
@@ -103,6 +106,7 @@ class Index:
         self.rebuilt = False
         self.busy_timeout = BUSY_TIMEOUT_S  # how long a write waits for the lock
         self.heals = 0  # how often a call found this index damaged and it was replaced
+        self._checkpoint: threading.Thread | None = None  # see `checkpoint_soon`
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
@@ -209,6 +213,8 @@ class Index:
         return str(row[0]) if row else ""
 
     def close(self) -> None:
+        if self._checkpoint is not None:
+            self._checkpoint.join()
         self.search.close()
         self._conn.close()
 
@@ -225,10 +231,38 @@ class Index:
         ids = self.pages.upsert([row for row, _ in pages], aliases, tags)
         self.search.put((ids[row.key], text) for row, text in pages if text is not None)
 
-
     def delete_pages(self, keys: Sequence[str]) -> None:
         self.search.delete(list(self.pages.ids(keys).values()))
         self.pages.delete(keys)
+
+    @contextmanager
+    def no_checkpoint(self) -> Iterator[None]:
+        """Around a write transaction that may write much of the index (a pass over the
+        files): its commit does not copy the log into the database, which would hold up
+        the end of the pass about as long again as writing the log did. Call
+        `checkpoint_soon` after it."""
+        self._conn.execute("PRAGMA wal_autocheckpoint = 0")
+        try:
+            yield
+        finally:
+            self._conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
+
+    def checkpoint_soon(self) -> None:
+        """Copy what the log holds into the database, in a thread and on a connection of
+        its own: a passive checkpoint, which no reader or writer waits for. `close`
+        waits for it to end."""
+        if self._checkpoint is not None and self._checkpoint.is_alive():
+            return
+
+        def run() -> None:
+            try:
+                with closing(self._connect()) as conn:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error as exc:  # the next commit's checkpoint does it then
+                log.debug("checkpoint of %s failed: %s", self.path, exc)
+
+        self._checkpoint = threading.Thread(target=run, name="lore-checkpoint", daemon=True)
+        self._checkpoint.start()
 
     @contextmanager
     def large_cache(self) -> Iterator[None]:

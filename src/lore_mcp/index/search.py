@@ -123,7 +123,6 @@ class SearchTable:
             [(w, rowid, n, named) for rowid, text in ordered for w, n, named in text.symbols],
         )
 
-
     def delete(self, ids: Sequence[int]) -> None:
         rows = [(i,) for i in ids]
         self._conn.executemany("DELETE FROM fts WHERE rowid = ?", rows)

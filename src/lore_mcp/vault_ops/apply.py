@@ -74,7 +74,6 @@ def apply(
         candidates.update(row.resolved for row in rows)
         index.put_pages(
             [(page.row, page.search) for page in batch],
-
             aliases={page.row.key: page.aliases for page in batch},
             tags={page.row.key: page.tags for page in batch},
         )

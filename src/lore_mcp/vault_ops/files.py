@@ -84,7 +84,6 @@ class Parsed:
     search: SearchText  # the text as the search tables hold it
 
 
-
 class OtherFiles:
     """The files of the vault that are not pages, by path and by name (lowercased): a
     link to one of them is an attachment, whatever its extension."""
@@ -173,7 +172,6 @@ def parse(
         list(dict.fromkeys(tag for tag in [*properties.tags, *found.tags])),
         search_text(title, properties.aliases, body),
     )
-
 
 
 def page_links(

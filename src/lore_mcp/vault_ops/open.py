@@ -93,14 +93,22 @@ def index_vault(
 def _index_pass(
     vault: AppState, progress: sync.Progress | None, patience: Patience | None
 ) -> SyncReport:
-    with vault.lock, vault.index.write(patience), _no_cycle_collection():
+    # The commit leaves the pages in the log; the checkpoint after copies them.
+    with (
+        vault.lock,
+        vault.index.no_checkpoint(),
+        vault.index.write(patience),
+        _no_cycle_collection(),
+    ):
         apply.load(vault)
         # The pass below takes in what a write cut short left, finished now (not with
         # --read-only: that is reported, and finished by the next writable start).
         finished = journal.recover(vault.root, read_only=vault.read_only)
         # Half a write of lore's own is no change made outside: not on the record.
         unfinished = vault.read_only and journal.pending(vault.root) is not None
-        return sync.sync(vault, progress=progress, outside=not unfinished, ours=finished)
+        report = sync.sync(vault, progress=progress, outside=not unfinished, ours=finished)
+    vault.index.checkpoint_soon()
+    return report
 
 
 @contextmanager
@@ -147,8 +155,16 @@ def apply_external_changes(vault: AppState, rel_paths: Iterable[str]) -> SyncRep
 def resync(vault: AppState) -> SyncReport:
     """The pass a start-up makes, over every file (a stat for those unchanged): for
     when file events were lost, or too many came to be worth sorting."""
-    with writing(vault, check_read_only=False), _no_cycle_collection():
-        return sync.sync(vault, outside=True)
+    with (
+        vault.lock,
+        vault.index.no_checkpoint(),
+        writing(vault, check_read_only=False),
+        _no_cycle_collection(),
+    ):
+        report = sync.sync(vault, outside=True)
+
+    vault.index.checkpoint_soon()
+    return report
 
 
 @heal.heals
