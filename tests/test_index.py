@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -275,3 +276,27 @@ def test_a_first_index_reaches_the_database_file_without_waiting_for_a_later_wri
         assert ops.search(state, "many").hits
     finally:
         state.close()
+
+
+def _link_indexes(db: Path) -> list[str]:
+    with closing(sqlite3.connect(db)) as conn:
+        sql = "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'links'"
+        return sorted(str(row[0]) for row in conn.execute(sql))
+
+
+def test_a_first_index_leaves_the_links_table_indexed_as_a_new_index_is(tmp_path: Path) -> None:
+    # A first index makes the links' indexes once at its end, not at each insert.
+    vault, empty = tmp_path / "vault", tmp_path / "empty"
+    for n in range(40):
+        write(vault, f"Page {n}.md", f"[[Page {n + 1}]] [[Missing {n % 3}]]\n")
+    empty.mkdir()
+    ops.open_vault(empty).close()
+    state = ops.open_vault(vault)
+    try:
+        linked = ops.get_backlinks(state, "Missing 1").linked
+        assert sorted(link.title for link in linked) == sorted(f"Page {n}" for n in range(1, 40, 3))
+    finally:
+        state.close()
+    found = _link_indexes(vault / LORE_DIR / CACHE_DIR / DB_NAME)
+    assert found == _link_indexes(empty / LORE_DIR / CACHE_DIR / DB_NAME)
+    assert len(found) == 4

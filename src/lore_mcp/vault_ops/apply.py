@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from lore_mcp.index import LinkRow, PageRow
@@ -42,13 +43,16 @@ def apply(
     pages: Iterable[Parsed],
     removals: Iterable[str] = (),
     coming: Iterable[str] = (),
+    *,
+    filling: bool = False,
 ) -> Applied:
     """Put `pages` into the index and graph and take the pages at the paths `removals`
     out.
 
     `pages` may be read lazily; `coming` names the paths it may bring, so that links to
     them resolve at once, whichever page comes first. A path announced and never
-    brought is taken out at the end, as a removal."""
+    brought is taken out at the end, as a removal. `filling` says the index is empty and
+    `coming` is every page: the links' indexes are made once, at the end."""
     index = vault.index
     vault.generation += 1
     candidates: set[str] = set()  # keys whose placeholder status may change
@@ -58,6 +62,34 @@ def apply(
     announced = {path for path in coming if path not in vault.pages}
     vault.pages.update(announced)
     touched |= _reresolve(vault, announced, candidates)
+    with index.links.indexes_deferred() if filling else nullcontext():
+        written = _put(
+            vault,
+            pages,
+            announced=announced,
+            candidates=candidates,
+            touched=touched,
+            brought=brought,
+        )
+
+    touched |= _remove(vault, announced - brought, candidates)
+    applied = _settle_placeholders(vault, candidates)
+    _update_graph(vault, written, touched, candidates)
+    index.record_changes(sorted(touched | candidates))
+    return applied
+
+
+def _put(
+    vault: AppState,
+    pages: Iterable[Parsed],
+    *,
+    announced: set[str],
+    candidates: set[str],
+    touched: set[str],
+    brought: set[str],
+) -> list[PageRow]:
+    """The pages into the index, a batch at a time; their rows."""
+    index = vault.index
     written: list[PageRow] = []
     for batch in _batches(pages):
         paths = [page.row.key for page in batch]
@@ -69,7 +101,7 @@ def apply(
         index.forget_moves(path_key(p) for p in paths if p in new or p in announced)
         for page in batch:
             vault.aliases.give(page.row.key, page.aliases)
-        touched |= _reresolve(vault, new, candidates)
+        touched.update(_reresolve(vault, new, candidates))
         rows = [_resolved(vault, link) for page in batch for link in page.links]
         candidates.update(row.resolved for row in rows)
         index.put_pages(
@@ -81,11 +113,7 @@ def apply(
         brought.update(paths)
         touched.update(paths)
         written += [page.row for page in batch]
-    touched |= _remove(vault, announced - brought, candidates)
-    applied = _settle_placeholders(vault, candidates)
-    _update_graph(vault, written, touched, candidates)
-    index.record_changes(sorted(touched | candidates))
-    return applied
+    return written
 
 
 def _batches(pages: Iterable[Parsed]) -> Iterator[list[Parsed]]:
@@ -180,7 +208,7 @@ def _update_graph(
 ) -> None:
     """Mirror a change in the graph: a large one by loading it afresh from the index."""
     if len(touched) + len(candidates) > RELOAD_OVER:
-        load(vault)
+        _load_graph(vault)
         return
     graph = vault.graph
     for key in touched | candidates:
@@ -201,21 +229,29 @@ def _update_graph(
 def load(vault: AppState) -> None:
     """Load the page sets and the graph afresh from the index."""
     vault.stale = True  # until the load is complete
-    vault.graph.clear()
     vault.pages.clear()
     vault.placeholders.clear()
     vault.aliases.clear()
-    for key, title, placeholder in vault.index.pages.titles():
+    for key, _, placeholder in _load_graph(vault):
         (vault.placeholders if placeholder else vault.pages).add(key)
-        vault.graph.set_node(key, title, placeholder)
     by_page: defaultdict[str, list[str]] = defaultdict(list)
     for key, alias in vault.index.pages.aliases():
         by_page[key].append(alias)
     for key, aliases in by_page.items():
         vault.aliases.give(key, aliases)
-    vault.graph.add_edges(vault.index.links.edges())
     vault.data_version = vault.index.data_version()
     vault.stale = False
+
+
+def _load_graph(vault: AppState) -> list[tuple[str, str, bool]]:
+    """The graph afresh from the index (a change that already keeps the page sets in
+    step needs no more); every node as (key, title, is a placeholder)."""
+    vault.graph.clear()
+    nodes = vault.index.pages.titles()
+    for key, title, placeholder in nodes:
+        vault.graph.set_node(key, title, placeholder)
+    vault.graph.add_edges(vault.index.links.edges())
+    return nodes
 
 
 def refresh(vault: AppState) -> None:

@@ -139,7 +139,8 @@ def _sync_unguarded(
                 progress(done, len(plan.todo))
 
     with vault.index.large_cache() if len(plan.todo) >= LARGE_PASS_FILES else nullcontext():
-        applied = apply(vault, pages(), plan.removals, coming=plan.todo)
+        applied = apply(vault, pages(), plan.removals, coming=plan.todo, filling=plan.cold)
+
     if vanished:
         more = apply(vault, [], vanished)
         applied.created += more.created
