@@ -278,14 +278,14 @@ def test_a_first_index_reaches_the_database_file_without_waiting_for_a_later_wri
         state.close()
 
 
-def _link_indexes(db: Path) -> list[str]:
+def _indexes(db: Path) -> list[str]:
     with closing(sqlite3.connect(db)) as conn:
-        sql = "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'links'"
+        sql = "SELECT sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
         return sorted(str(row[0]) for row in conn.execute(sql))
 
 
-def test_a_first_index_leaves_the_links_table_indexed_as_a_new_index_is(tmp_path: Path) -> None:
-    # A first index makes the links' indexes once at its end, not at each insert.
+def test_a_first_index_leaves_the_tables_indexed_as_a_new_index_is(tmp_path: Path) -> None:
+    # A first index makes some indexes once at its end, not at each insert.
     vault, empty = tmp_path / "vault", tmp_path / "empty"
     for n in range(40):
         write(vault, f"Page {n}.md", f"[[Page {n + 1}]] [[Missing {n % 3}]]\n")
@@ -297,6 +297,7 @@ def test_a_first_index_leaves_the_links_table_indexed_as_a_new_index_is(tmp_path
         assert sorted(link.title for link in linked) == sorted(f"Page {n}" for n in range(1, 40, 3))
     finally:
         state.close()
-    found = _link_indexes(vault / LORE_DIR / CACHE_DIR / DB_NAME)
-    assert found == _link_indexes(empty / LORE_DIR / CACHE_DIR / DB_NAME)
-    assert len(found) == 4
+    found = _indexes(vault / LORE_DIR / CACHE_DIR / DB_NAME)
+    assert found == _indexes(empty / LORE_DIR / CACHE_DIR / DB_NAME)
+    assert "CREATE INDEX links_fold ON links(fold)" in found
+    assert "CREATE INDEX names_name ON names(name)" in found

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from typing import NamedTuple
 
 from lore_mcp.index.batch import execute_in, select_in
 
-# The indexes on where links lead, by name: kept at each insert, but made once at the end
-# of a pass that fills an empty table (see `LinkTable.indexes_deferred`).
-_LATER = {"links_resolved": "resolved", "links_key": "key", "links_fold": "fold"}
+# The indexes on where links lead, by name: made once at the end of a first index (see
+# `Index.filling`), kept up at each write after.
+LINK_INDEXES = {
+    "links_resolved": "links(resolved)",
+    "links_key": "links(key)",
+    "links_fold": "links(fold)",
+}
 LINK_SCHEMA = """
 CREATE TABLE links(
     id INTEGER PRIMARY KEY,
@@ -28,7 +31,7 @@ CREATE TABLE links(
     loose INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX links_source ON links(source);
-""" + "".join(f"CREATE INDEX {name} ON links({column});\n" for name, column in _LATER.items())
+"""
 _COLUMNS = "source, target, line, context, key, exact, fold, resolved, ambiguous, loose"
 
 
@@ -70,19 +73,6 @@ def _row(row: tuple[str, str, int, str, str, int, str, str, int, int, int]) -> L
 class LinkTable:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-
-    @contextmanager
-    def indexes_deferred(self) -> Iterator[None]:
-        """Around filling an empty table with many links, in the caller's transaction:
-        the indexes on where links lead are made once at the end, by a sort, instead of
-        written into at each insert (a write at a random place of three B-trees a link,
-        which at 100,000 pages is much of a first index's time). Meanwhile a lookup by
-        them reads the whole table. A failure leaves them to the caller's rollback."""
-        for name in _LATER:
-            self._conn.execute(f"DROP INDEX IF EXISTS {name}")
-        yield
-        for name, column in _LATER.items():
-            self._conn.execute(f"CREATE INDEX {name} ON links({column})")
 
     def add(self, rows: Iterable[LinkRow]) -> None:
         self._conn.executemany(

@@ -13,6 +13,14 @@ from typing import Any, NamedTuple
 from lore_mcp.index.batch import execute_in, select_in
 from lore_mcp.slugs import path_key, slug_from_path
 
+# Indexes made once at the end of a first index (see `Index.filling`), kept up at each
+# write after: by name, what they index.
+PAGE_INDEXES = {
+    "pages_modified": "pages(mtime_ns)",
+    "pages_slug": "pages(slug, key)",
+    "tags_tag": "tags(tag)",
+    "names_name": "names(name)",
+}
 PAGE_SCHEMA = """
 CREATE TABLE pages(
     id INTEGER PRIMARY KEY,
@@ -27,15 +35,11 @@ CREATE TABLE pages(
     inode INTEGER NOT NULL DEFAULT 0,
     ctime_ns INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX pages_modified ON pages(mtime_ns);
-CREATE INDEX pages_slug ON pages(slug, key);
 CREATE TABLE aliases(page TEXT NOT NULL, alias TEXT NOT NULL);
 CREATE INDEX aliases_page ON aliases(page);
 CREATE TABLE tags(page TEXT NOT NULL, tag TEXT NOT NULL);
 CREATE INDEX tags_page ON tags(page);
-CREATE INDEX tags_tag ON tags(tag);
 CREATE TABLE names(name TEXT NOT NULL, page TEXT NOT NULL);
-CREATE INDEX names_name ON names(name);
 CREATE INDEX names_page ON names(page);
 CREATE VIRTUAL TABLE names_text USING fts5(text, tokenize = 'trigram');
 """

@@ -52,7 +52,7 @@ def apply(
     `pages` may be read lazily; `coming` names the paths it may bring, so that links to
     them resolve at once, whichever page comes first. A path announced and never
     brought is taken out at the end, as a removal. `filling` says the index is empty and
-    `coming` is every page: the links' indexes are made once, at the end."""
+    `coming` is every page: some of its indexes are made once, at the end."""
     index = vault.index
     vault.generation += 1
     candidates: set[str] = set()  # keys whose placeholder status may change
@@ -62,7 +62,7 @@ def apply(
     announced = {path for path in coming if path not in vault.pages}
     vault.pages.update(announced)
     touched |= _reresolve(vault, announced, candidates)
-    with index.links.indexes_deferred() if filling else nullcontext():
+    with index.filling() if filling else nullcontext():
         written = _put(
             vault,
             pages,

@@ -20,6 +20,9 @@ from lore_mcp.vault_ops.files import OtherFiles, Parsed, Seen, Stamp, read_page_
 log = logging.getLogger(__name__)
 
 READ_CHUNK = 200
+# Chunks each worker may be ahead by: enough that a worker is still busy while this
+# process writes a batch (seconds, at times, in a large index), few enough to hold little.
+AHEAD_CHUNKS = 6
 
 
 def read_many(
@@ -58,9 +61,9 @@ def read_many(
             initializer=_end_with_parent,
         ) as pool:
             pending: deque[Future[list[tuple[str, Parsed | None]]]] = deque()
-            for chunk in chunks:  # only a few chunks ahead, so memory holds only those
+            for chunk in chunks:  # a few chunks ahead, so memory holds only those
                 pending.append(pool.submit(_read_chunk, root, chunk, others))
-                while len(pending) > 2 * readers or (chunk is chunks[-1] and pending):
+                while len(pending) > AHEAD_CHUNKS * readers or (chunk is chunks[-1] and pending):
                     for found in pending.popleft().result():
                         yield found
                         done += 1
