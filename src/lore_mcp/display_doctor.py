@@ -1,5 +1,5 @@
 """How `lore doctor` shows the vault's health: the verdict first, then each kind of
-finding as a table (the report itself is `vault_ops.doctor`)."""
+finding as a table (the report itself is `vault_ops.doctor`, made in `vault_ops.checkup`)."""
 
 from __future__ import annotations
 

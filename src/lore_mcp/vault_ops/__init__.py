@@ -1,66 +1,25 @@
 """The engine: every operation on a vault. The MCP server, the `lore` command line, the
 watcher and the tests all come through here, so the doors cannot drift apart, and each
-of these operations heals a damaged index the same way (see `heal`)."""
+of these operations heals a damaged index the same way (see `heal`).
 
-from lore_mcp.vault_ops import doctor as _doctor
-from lore_mcp.vault_ops import export, pages, queries, rename, versions
-from lore_mcp.vault_ops.core import AppState, last_index_count
-from lore_mcp.vault_ops.export import ExportGraph, ExportNode
-from lore_mcp.vault_ops.heal import heals
-from lore_mcp.vault_ops.open import (
-    apply_external_changes,
-    changed_on_disk,
-    index_vault,
-    open_vault,
-    resync,
-)
+The operations are in `api`, loaded the first time one is asked for: a reader process
+of a large pass, which needs only `files`, does not load the rest of the engine (the
+graph, networkx, the history).
+"""
 
-# Every operation a door calls heals an index SQLite finds damaged, and runs again.
-doctor = heals(_doctor.doctor)
-delete_page = heals(pages.delete_page)
-read_page = heals(pages.read_page)
-read_source = heals(pages.read_source)
-save_page = heals(pages.save_page)
-get_backlinks = heals(queries.get_backlinks)
-get_graph = heals(queries.get_graph)
-export_graph = heals(export.export_graph)
-list_pages = heals(queries.list_pages)
-search = heals(queries.search)
-search_titles = heals(queries.search_titles)
-rename_page = heals(rename.rename_page)
-page_history = heals(versions.page_history)
-read_page_or_version = heals(versions.read_page_or_version)
-read_version = heals(versions.read_version)
-restore_page = heals(versions.restore_page)
-save_or_restore = heals(versions.save_or_restore)
-version_source = heals(versions.version_source)
+from __future__ import annotations
 
-__all__ = [
-    "AppState",
-    "ExportGraph",
-    "ExportNode",
-    "apply_external_changes",
-    "changed_on_disk",
-    "delete_page",
-    "doctor",
-    "export_graph",
-    "get_backlinks",
-    "get_graph",
-    "index_vault",
-    "last_index_count",
-    "list_pages",
-    "open_vault",
-    "page_history",
-    "read_page",
-    "read_page_or_version",
-    "read_source",
-    "read_version",
-    "rename_page",
-    "restore_page",
-    "resync",
-    "save_or_restore",
-    "save_page",
-    "search",
-    "search_titles",
-    "version_source",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lore_mcp.vault_ops.api import *  # noqa: F403
+
+
+def __getattr__(name: str) -> Any:
+    api = importlib.import_module("lore_mcp.vault_ops.api")
+    if name not in api.__all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(api, name)
+    globals()[name] = value  # asked for once
+    return value
