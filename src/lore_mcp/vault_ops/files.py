@@ -293,27 +293,28 @@ def _read_seen(root: Path, rel_path: str, seen: Seen) -> tuple[os.stat_result, b
     can lead the read anywhere else: that would open another file."""
     if not seen.stamp.inode:
         return None
+    found = (seen.device, seen.stamp.inode, seen.stamp.ctime_ns)
     try:
-        st, data = read_regular(on_disk(root, rel_path), MAX_FILE_BYTES)
+        return read_regular(on_disk(root, rel_path), MAX_FILE_BYTES, expect=found)
     except OSError:
         return None
-    same = (st.st_dev, st.st_ino, st.st_ctime_ns) == (
-        seen.device,
-        seen.stamp.inode,
-        seen.stamp.ctime_ns,
-    )
-    return (st, data) if same else None
 
 
-def read_regular(path: Path, limit: int | None = None) -> tuple[os.stat_result, bytes | None]:
+def read_regular(
+    path: Path, limit: int | None = None, *, expect: tuple[int, int, int] | None = None
+) -> tuple[os.stat_result, bytes | None]:
     """The stat and bytes of the regular file at `path` (a real path: a symlink put there
     since is not followed, and a FIFO or device does not block); None for the bytes when
-    it is over `limit`. OSError when it is not there, or not a regular file."""
+    it is over `limit`. OSError when it is not there, or not a regular file, or (with
+    `expect`) not the file of that device, inode and ctime, whose bytes are then not read."""
     fd = os.open(path, _READ_FLAGS)
     with os.fdopen(fd, "rb") as handle:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
+        if expect is not None and (st.st_dev, st.st_ino, st.st_ctime_ns) != expect:
+            raise OSError(errno.ESTALE, "not the file found there")
+
         if limit is not None and st.st_size > limit:
             return st, None
         return st, handle.read()
