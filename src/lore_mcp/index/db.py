@@ -47,7 +47,6 @@ LOCK_SLICE_S = 0.25  # a wait for the write lock looks up this often (to give up
 WARN_AFTER_S = 2.0  # a wait this long is worth a line in the log
 WAL_CHECKPOINT_PAGES = 1000  # SQLite's own: a commit past this much log checkpoints
 
-
 # How long to wait for another process's write lock: called with the seconds waited so
 # far, it says whether to go on waiting.
 Patience = Callable[[float], bool]

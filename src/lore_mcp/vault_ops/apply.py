@@ -71,7 +71,6 @@ def apply(
             touched=touched,
             brought=brought,
         )
-
     touched |= _remove(vault, announced - brought, candidates)
     applied = _settle_placeholders(vault, candidates)
     _update_graph(vault, written, touched, candidates)

@@ -162,7 +162,6 @@ def resync(vault: AppState) -> SyncReport:
         _no_cycle_collection(),
     ):
         report = sync.sync(vault, outside=True)
-
     vault.index.checkpoint_soon()
     return report
 

@@ -140,7 +140,6 @@ def _sync_unguarded(
 
     with vault.index.large_cache() if len(plan.todo) >= LARGE_PASS_FILES else nullcontext():
         applied = apply(vault, pages(), plan.removals, coming=plan.todo, filling=plan.cold)
-
     if vanished:
         more = apply(vault, [], vanished)
         applied.created += more.created
