@@ -360,18 +360,11 @@ class BearerAuth:
                 f"(${TOKEN_ENV} or --token-file).",
             }
         ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="lore-mcp"'),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"www-authenticate", b'Bearer realm="lore-mcp"'),
+        ]
+        await respond(send, 401, body, headers)
 
 
 def _digest(secret: bytes) -> bytes:
@@ -413,10 +406,7 @@ class MisreadRequests:
                 break
         if reply := _misread(body):
             answer = jsonrpc.encode(reply)
-            length = str(len(answer)).encode()
-            headers = [(b"content-type", b"application/json"), (b"content-length", length)]
-            await send({"type": "http.response.start", "status": 400, "headers": headers})
-            await send({"type": "http.response.body", "body": answer})
+            await respond(send, 400, answer, [(b"content-type", b"application/json")])
             return
 
         async def replay() -> Message:
@@ -523,17 +513,9 @@ def run_http(server: MCPServer[Any], options: HttpOptions) -> None:
         f"{options.session_timeout:g} s idle"
     )
     announce(options.host, int(sock.getsockname()[1]), sessions)
-    config = uvicorn.Config(
-        app,
-        lifespan="on",
-        ws="none",
-        log_config=None,
-        access_log=False,
-        proxy_headers=False,
-        server_header=False,
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
-    )
+    config = uvicorn_config(app, lifespan="on", timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
     web = uvicorn.Server(config)
+
     thread = threading.Thread(
         target=anyio.run, args=(partial(web.serve, sockets=[sock]),), name="lore-http"
     )
@@ -584,3 +566,27 @@ def bind(host: str, port: int) -> socket.socket:
             "using the port? Pick another with --port (0 picks a free one)."
         ) from None
     return sock
+
+
+def uvicorn_config(app: ASGIApp, **options: Any) -> uvicorn.Config:
+    """How lore's servers run uvicorn: no WebSocket, no logging setup or access log of
+    its own (lore's logging is on stderr), no proxy headers trusted, no server header;
+    `options` add to that (lifespan, graceful shutdown)."""
+    return uvicorn.Config(
+        app,
+        ws="none",
+        log_config=None,
+        access_log=False,
+        proxy_headers=False,
+        server_header=False,
+        **options,
+    )
+
+
+async def respond(
+    send: Send, status: int, body: bytes = b"", headers: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
+    """A whole response, straight from ASGI: its status and headers, its length, its body."""
+    length = (b"content-length", str(len(body)).encode())
+    await send({"type": "http.response.start", "status": status, "headers": [*headers, length]})
+    await send({"type": "http.response.body", "body": body})

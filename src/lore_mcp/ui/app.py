@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lore_mcp import __version__
 from lore_mcp import vault_ops as engine
-from lore_mcp.http import DEFAULT_HOST, bind
+from lore_mcp.http import DEFAULT_HOST, bind, uvicorn_config
 from lore_mcp.ui import markup
 from lore_mcp.ui.guard import Guard
 from lore_mcp.ui.routes import ROUTES, Ui
@@ -111,15 +111,7 @@ def serve(
     (announce or _print)(url)
     if open_browser:
         threading.Timer(0.5, webbrowser.open, (url,)).start()
-    config = uvicorn.Config(
-        build_app(vault, token, read_only=read_only),
-        lifespan="off",
-        ws="none",
-        log_config=None,
-        access_log=False,
-        proxy_headers=False,
-        server_header=False,
-    )
+    config = uvicorn_config(build_app(vault, token, read_only=read_only), lifespan="off")
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -137,13 +129,7 @@ class Background:
         self._sock = bind(DEFAULT_HOST, 0)
         self.base = f"http://{DEFAULT_HOST}:{self._sock.getsockname()[1]}"
         self.url = f"{self.base}/?token={self.token}"
-        config = uvicorn.Config(
-            build_app(vault, self.token, read_only=read_only),
-            lifespan="off",
-            ws="none",
-            log_config=None,
-            access_log=False,
-        )
+        config = uvicorn_config(build_app(vault, self.token, read_only=read_only), lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, name="lore-ui"

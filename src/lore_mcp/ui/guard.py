@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lore_mcp.http import is_loopback, same_token, token_digest
+from lore_mcp.http import is_loopback, respond, same_token, token_digest
 
 log = logging.getLogger(__name__)
 
@@ -110,32 +110,15 @@ async def _enter(scope: Scope, send: Send, query: dict[str, str]) -> None:
     location = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
     host = _headers(scope).get("host", "")
     cookie = f"{cookie_name(host)}={token}; HttpOnly; SameSite=Strict; Path=/"
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 303,
-            "headers": [
-                (b"location", location.encode("utf-8")),
-                (b"set-cookie", cookie.encode("latin-1")),
-                (b"cache-control", b"no-store"),
-                (b"content-length", b"0"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": b""})
+    headers = [
+        (b"location", location.encode("utf-8")),
+        (b"set-cookie", cookie.encode("latin-1")),
+        (b"cache-control", b"no-store"),
+    ]
+    await respond(send, 303, headers=headers)
 
 
 async def _refuse(send: Send, why: str) -> None:
     log.info("refused a request: %s", why)
     body = f"403 Forbidden: {why}.\n".encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 403,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await respond(send, 403, body, [(b"content-type", b"text/plain; charset=utf-8")])

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import SplitResult, quote, unquote, urlsplit
 
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
@@ -155,10 +155,9 @@ def _render_link_open(
     self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
 ) -> str:
     token = tokens[idx]
-    href = str(token.attrGet("href") or "")
-    parts = urlsplit(href)
-    if not parts.scheme and not parts.netloc and parts.path:
-        link = _lore(env).links.get(unquote(parts.path))
+    parts = urlsplit(str(token.attrGet("href") or ""))
+    if (path := _in_vault(parts)) is not None:
+        link = _lore(env).links.get(path)
         if link is not None:
             return _page_link(link, f"#{parts.fragment}" if parts.fragment else "")
     if parts.scheme in ("http", "https", "mailto"):
@@ -170,11 +169,17 @@ def _render_image(
     self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
 ) -> str:
     token = tokens[idx]
-    src = str(token.attrGet("src") or "")
-    parts = urlsplit(src)
-    if not parts.scheme and not parts.netloc and parts.path:
+    if (path := _in_vault(urlsplit(str(token.attrGet("src") or "")))) is not None:
         ctx = _lore(env)
-        found = ctx.find_file(ctx.folder, unquote(parts.path))
+        found = ctx.find_file(ctx.folder, path)
         if found is not None:
             token.attrSet("src", file_url(found))
     return self.image(tokens, idx, options, env)
+
+
+def _in_vault(parts: SplitResult) -> str | None:
+    """The path a Markdown link or image names in the vault (no scheme, no host), as
+    written there: None for one that leads elsewhere."""
+    if parts.scheme or parts.netloc or not parts.path:
+        return None
+    return unquote(parts.path)
