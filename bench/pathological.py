@@ -3,7 +3,7 @@
     python bench/pathological.py
 
 For each input (a YAML alias bomb, 1 MiB and 4 MiB of `[a](`, 200 000 `[[a]]`, a 4 MiB
-page of prose and links) it prints the seconds `files.parse` takes, the seconds to
+page of prose and links) it prints the seconds `pagefile.parse` takes, the seconds to
 take the file in as the watcher does (`apply_external_changes`) and, for the bomb and
 the 200 000 links, to read and save it through the engine. While each of those runs,
 a second SQLite connection (as another process's save would) tries to take the
@@ -31,7 +31,7 @@ if str(ROOT / "src") not in sys.path:
 
 from lore_mcp import vault_ops  # noqa: E402
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR  # noqa: E402
-from lore_mcp.vault_ops import AppState, files  # noqa: E402
+from lore_mcp.vault_ops import AppState, pagefile  # noqa: E402
 
 MIB = 1024 * 1024
 
@@ -134,7 +134,7 @@ def row(name: str, what: str, seconds: float, lock: float | None = None) -> None
 def measure(name: str, text: str) -> None:
     data = text.encode()
     started = time.perf_counter()
-    files.parse("Page.md", data, len(data), 0)
+    pagefile.parse("Page.md", data, len(data), 0)
     row(name, f"parse ({len(data):,} bytes)", time.perf_counter() - started)
     with vault() as state:
         (state.root / "Page.md").write_bytes(data)

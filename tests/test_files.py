@@ -8,13 +8,13 @@ from pathlib import Path
 
 from lore_mcp import links
 from lore_mcp.index import LinkRow
-from lore_mcp.vault_ops import files
+from lore_mcp.vault_ops import files, pagefile
 
 
 def test_page_links_skip_same_page_links_attachments_and_empty_targets() -> None:
     text = "[[#Intro]] ![[chart.png]] [[..]]\n  [[./Sub/Note|alias]] and [[Other#Part]]  \n"
     context = "[[./Sub/Note|alias]] and [[Other#Part]]"
-    assert files.page_links("folder/page", links.scan(text), None) == [
+    assert pagefile.page_links("folder/page", links.scan(text), None) == [
         LinkRow(
             "folder/page", "./Sub/Note", 2, context, "folder/sub/note", True, "folder/sub/note", ""
         ),
@@ -24,18 +24,18 @@ def test_page_links_skip_same_page_links_attachments_and_empty_targets() -> None
 
 def test_parse_gives_the_row_the_text_and_the_links() -> None:
     data = "\ufeff# Hi [[There]]\n".encode()
-    parsed = files.parse("notes/My Page.md", data, len(data), 7)
+    parsed = pagefile.parse("notes/My Page.md", data, len(data), 7)
     assert parsed.row.key == "notes/My Page.md" and parsed.row.title == "My Page"
     assert (parsed.row.path, parsed.row.size, parsed.row.mtime_ns) == (
         "notes/My Page.md",
         len(data),
         7,
     )
-    assert parsed.row.hash == files.content_hash(data) and len(parsed.row.hash) == 64
+    assert parsed.row.hash == pagefile.content_hash(data) and len(parsed.row.hash) == 64
     assert not parsed.row.bad_utf8
     assert parsed.body == "# Hi [[There]]\n"  # without the byte-order mark
     assert [(k.target, k.line) for k in parsed.links] == [("There", 1)]
-    assert files.parse("b.md", b"caf\xe9", 4, 0).row.bad_utf8
+    assert pagefile.parse("b.md", b"caf\xe9", 4, 0).row.bad_utf8
 
 
 def test_stale_temp_files_are_removed_and_fresh_ones_kept(vault_dir: Path) -> None:
@@ -50,9 +50,9 @@ def test_stale_temp_files_are_removed_and_fresh_ones_kept(vault_dir: Path) -> No
     assert fresh.exists()
 
 
-def _seen(root: Path) -> dict[str, files.Seen]:
+def _seen(root: Path) -> dict[str, pagefile.Seen]:
     device = root.stat().st_dev
-    return {rel: files.Seen(stamp, device) for rel, stamp in files.scan_files(root).items()}
+    return {rel: pagefile.Seen(stamp, device) for rel, stamp in files.scan_files(root).items()}
 
 
 def test_a_file_a_pass_found_is_read_as_it_was_found(tmp_path: Path) -> None:
@@ -60,8 +60,8 @@ def test_a_file_a_pass_found_is_read_as_it_was_found(tmp_path: Path) -> None:
     (root / "notes").mkdir(parents=True)
     (root / "notes" / "a.md").write_text("Inside [[b]].\n")
     seen = _seen(root)["notes/a.md"]
-    fast = files.read_page_file(root, "notes/a.md", seen=seen)
-    assert fast is not None and fast == files.read_page_file(root, "notes/a.md")
+    fast = pagefile.read_page_file(root, "notes/a.md", seen=seen)
+    assert fast is not None and fast == pagefile.read_page_file(root, "notes/a.md")
     assert fast.body == "Inside [[b]].\n"
 
 
@@ -76,7 +76,7 @@ def test_a_folder_made_a_symlink_out_after_the_pass_found_a_file_is_not_read_thr
     seen = _seen(root)["notes/a.md"]
     (root / "notes").rename(root / "old")
     (root / "notes").symlink_to(outside / "notes", target_is_directory=True)
-    assert files.read_page_file(root.resolve(), "notes/a.md", seen=seen) is None
+    assert pagefile.read_page_file(root.resolve(), "notes/a.md", seen=seen) is None
 
 
 def test_a_file_replaced_after_the_pass_found_it_is_read_as_it_is_now(tmp_path: Path) -> None:
@@ -86,5 +86,5 @@ def test_a_file_replaced_after_the_pass_found_it_is_read_as_it_is_now(tmp_path: 
     seen = _seen(root)["a.md"]
     (root / "b.md").write_text("After.\n")
     (root / "b.md").replace(root / "a.md")
-    parsed = files.read_page_file(root.resolve(), "a.md", seen=seen)
+    parsed = pagefile.read_page_file(root.resolve(), "a.md", seen=seen)
     assert parsed is not None and parsed.body == "After.\n"

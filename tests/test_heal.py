@@ -30,7 +30,7 @@ from lore_mcp import vault_ops as ops
 from lore_mcp.cli import main
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from lore_mcp.server import build_server
-from lore_mcp.vault_ops.files import content_hash
+from lore_mcp.vault_ops.pagefile import content_hash
 from rawpipe import RawServer, tool_text
 
 PAGE = 4096

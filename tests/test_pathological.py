@@ -25,7 +25,7 @@ from helpers import assert_matches_fresh, ok
 from lore_mcp import frontmatter, links, markdown, vault_ops
 from lore_mcp.config import MAX_PAGE_LINKS, PARSE_AHEAD_BYTES
 from lore_mcp.server import build_server
-from lore_mcp.vault_ops import AppState, files, sync
+from lore_mcp.vault_ops import AppState, pagefile, sync
 
 
 def alias_bomb(levels: int = 9, width: int = 9) -> str:
@@ -194,7 +194,7 @@ def test_pathological_pages_are_parsed_in_linear_time() -> None:
     inside an unclosed label (which took minutes for 128 KB before the index of
     backtick runs), parsed in a child process; the timeout only stops a hang."""
     script = (
-        "from lore_mcp.vault_ops.files import parse\n"
+        "from lore_mcp.vault_ops.pagefile import parse\n"
         f"for piece in {list(_STORMS.values())!r}:\n"
         "    text = 'x ' + piece * (1024 * 1024 // len(piece)) + ' [[end]]'\n"
         "    assert parse('x.md', text.encode(), len(text), 0).links[-1].target == 'end'\n"
@@ -214,7 +214,7 @@ def test_a_page_s_links_past_the_limit_are_left_out_and_logged(
     for extra, logged in ((0, False), (3, True)):
         caplog.clear()
         text = "[[a]] " * MAX_PAGE_LINKS + "[[b]] " * extra
-        parsed = files.parse("Many.md", text.encode(), len(text), 0)
+        parsed = pagefile.parse("Many.md", text.encode(), len(text), 0)
         assert [link.target for link in parsed.links] == ["a"] * MAX_PAGE_LINKS
         assert ("links after its 20000-th are not indexed" in caplog.text) is logged
 

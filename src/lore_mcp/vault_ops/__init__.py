@@ -3,7 +3,7 @@ watcher and the tests all come through here, so the doors cannot drift apart, an
 of these operations heals a damaged index the same way (see `heal`).
 
 The operations are in `api`, loaded the first time one is asked for: a reader process
-of a large pass, which needs only `files`, does not load the rest of the engine (the
+of a large pass, which needs only `pagefile`, does not load the rest of the engine (the
 graph, networkx, the history).
 """
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from lore_mcp.index import LinkRow, PageRow
 from lore_mcp.slugs import Key, path_key, resolve, slug_from_path, suffixes, target_key
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import Parsed
+from lore_mcp.vault_ops.pagefile import Parsed
 
 BATCH = 500  # pages written to the index at a time by a pass over many files
 RELOAD_OVER = 2000  # a change touching more pages than this loads the graph afresh

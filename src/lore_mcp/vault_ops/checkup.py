@@ -29,9 +29,10 @@ from lore_mcp.models import (
 from lore_mcp.slugs import Key
 from lore_mcp.vault_ops import history, journal
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import decode, read_regular, scan_files, unreadable
+from lore_mcp.vault_ops.files import scan_files
 from lore_mcp.vault_ops.ignore import Ignores
 from lore_mcp.vault_ops.open import reading
+from lore_mcp.vault_ops.pagefile import decode, read_regular, unreadable
 from lore_mcp.vault_ops.pages import link_advice
 from lore_mcp.vault_ops.paths import real_path
 

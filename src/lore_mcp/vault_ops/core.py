@@ -17,8 +17,8 @@ from lore_mcp.errors import VaultError
 from lore_mcp.graph import LinkGraph
 from lore_mcp.index import Index, last_page_count
 from lore_mcp.slugs import Aliases, PageSet, PlaceholderSet, slug_from_path
-from lore_mcp.vault_ops.files import OtherFiles, content_hash
 from lore_mcp.vault_ops.ignore import Ignores
+from lore_mcp.vault_ops.pagefile import OtherFiles, content_hash
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from lore_mcp.config import HISTORY_DIR, HISTORY_KEEP_DAYS, HISTORY_KEEP_VERSIONS, LORE_DIR
 from lore_mcp.slugs import Key, path_key, slug_from_path
-from lore_mcp.vault_ops.files import atomic_write, content_hash, fsync_dir
+from lore_mcp.vault_ops.files import atomic_write, fsync_dir
+from lore_mcp.vault_ops.pagefile import content_hash
 from lore_mcp.vault_ops.paths import entry_path
 
 log = logging.getLogger(__name__)

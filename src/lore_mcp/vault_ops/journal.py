@@ -42,13 +42,8 @@ from lore_mcp.config import HISTORY_DIR, JOURNAL_FILE, LEGACY_JOURNAL_FILE, LORE
 from lore_mcp.errors import LoreError, VaultError
 from lore_mcp.slugs import slug_from_path
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import (
-    atomic_write,
-    fsync_dir,
-    page_entry,
-    prepare,
-    read_regular,
-)
+from lore_mcp.vault_ops.files import atomic_write, fsync_dir, page_entry, prepare
+from lore_mcp.vault_ops.pagefile import read_regular
 from lore_mcp.vault_ops.paths import real_path
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ from lore_mcp import audit
 from lore_mcp.errors import VaultError
 from lore_mcp.vault_ops import history
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import content_hash, read_regular
+from lore_mcp.vault_ops.pagefile import content_hash, read_regular
 from lore_mcp.vault_ops.paths import real_path
 
 log = logging.getLogger(__name__)

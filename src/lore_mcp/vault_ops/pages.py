@@ -34,7 +34,17 @@ from lore_mcp.models import (
     SaveResult,
 )
 from lore_mcp.slugs import path_key, title_from_path
-from lore_mcp.vault_ops import apply, files, history, journal, names, outside, paths, sync
+from lore_mcp.vault_ops import (
+    apply,
+    files,
+    history,
+    journal,
+    names,
+    outside,
+    pagefile,
+    paths,
+    sync,
+)
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.open import reading, writing
 
@@ -90,7 +100,7 @@ def view_of(
     """The page's text from line `offset` + 1, column `column` + 1 (`at`) on, as the
     file holds it (or as a kept version of it holds it: `data`)."""
     offset, column = at
-    text, bad = ("", False) if data is None else files.decode(data)
+    text, bad = ("", False) if data is None else pagefile.decode(data)
     lines = split_lines(text)
     if offset < 0 or (offset and offset >= len(lines)):
         raise InvalidArgumentError(
@@ -117,7 +127,7 @@ def view_of(
         links=[],
         properties=_plain(properties.properties),
         aliases=properties.aliases,
-        hash=None if data is None else files.content_hash(data),
+        hash=None if data is None else pagefile.content_hash(data),
         encoding_errors=bad,
     )
 
@@ -173,7 +183,7 @@ def read_bytes(vault: AppState, rel: str) -> bytes:
 
 def read_text(vault: AppState, rel: str) -> str:
     """A page file's text (a byte-order mark dropped; bytes that are not UTF-8 replaced)."""
-    return files.decode(read_bytes(vault, rel))[0].removeprefix("\ufeff")
+    return pagefile.decode(read_bytes(vault, rel))[0].removeprefix("\ufeff")
 
 
 def current_bytes(vault: AppState, rel: str) -> bytes | None:
@@ -185,7 +195,7 @@ def current_bytes(vault: AppState, rel: str) -> bytes | None:
     if path is None:
         raise LeadsOutsideError(rel)
     try:
-        return files.read_regular(path)[1]
+        return pagefile.read_regular(path)[1]
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -197,7 +207,7 @@ def check_expected(rel: str, current: bytes | None, expected_hash: str | None) -
     one means the file must not exist yet."""
     if expected_hash is None:
         return
-    now = None if current is None else files.content_hash(current)
+    now = None if current is None else pagefile.content_hash(current)
     wanted = expected_hash.strip().lower().removeprefix("sha256:")
     if now != (wanted or None):
         raise ConflictError(rel, now, wanted_new=not wanted)
@@ -338,7 +348,7 @@ def _put(
                 kept = history.keep(vault.root, target.rel, current, who.tool, who.door)
                 change.keep(kept)
             st = change.write(target.rel, data)
-            page = files.parse(target.rel, data, st.st_size, st.st_mtime_ns, vault.others)
+            page = pagefile.parse(target.rel, data, st.st_size, st.st_mtime_ns, vault.others)
             applied = apply.apply(vault, [page], coming=[target.rel])
             # Read before the commit point: damage found after it would leave the write
             # made, and one found before it lets the write run again whole (see `heal`).
@@ -357,7 +367,7 @@ def _put(
                 )
             )
         # A copy of what was written, for the history of a later outside edit.
-        outside.remember(vault, [outside.Change(target.rel, None, files.content_hash(data))])
+        outside.remember(vault, [outside.Change(target.rel, None, pagefile.content_hash(data))])
     return SaveResult(
         slug=vault.handle(target.rel),
         title=title_from_path(target.rel),
@@ -366,7 +376,7 @@ def _put(
         promoted=current is None and target.placeholder,
         unchanged=current == data,
         mode=who.mode or "replace",
-        hash=files.content_hash(data),
+        hash=pagefile.content_hash(data),
         history_path=kept,
         links=outgoing(vault, target.rel) if links is None else links,
         placeholders_created=vault.handles(applied.created),

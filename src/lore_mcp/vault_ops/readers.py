@@ -15,7 +15,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from lore_mcp.config import LARGE_PASS_FILES
-from lore_mcp.vault_ops.files import OtherFiles, Parsed, Seen, Stamp, read_page_file
+from lore_mcp.vault_ops.files import Stamp
+from lore_mcp.vault_ops.pagefile import OtherFiles, Parsed, Seen, read_page_file
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ def read_many(
 ) -> Iterator[tuple[str, Parsed | None]]:
     """`read_page_file` for many files, in order (a page in `ahead`, parsed before the
     write lock was taken, is only read again to check its bytes; one in `stamps`, as a
-    pass over the folders just found it, is read as `files.Seen` says). With many files and
+    pass over the folders just found it, is read as `pagefile.Seen` says). With many files and
     `readers` above 0, that many worker processes read and parse them while this
     process takes in what they give back (reading and parsing is about half the work of
     a first index). If a worker fails to start or dies, the rest is read here. The

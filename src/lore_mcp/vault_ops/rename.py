@@ -37,11 +37,12 @@ from lore_mcp.slugs import (
     target_key,
     title_from_path,
 )
-from lore_mcp.vault_ops import apply, files, history, journal, names
+from lore_mcp.vault_ops import apply, files, history, journal, names, pagefile
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import content_hash, spelled_on_disk
+from lore_mcp.vault_ops.files import spelled_on_disk
 from lore_mcp.vault_ops.open import writing
 from lore_mcp.vault_ops.outside import Change, remember
+from lore_mcp.vault_ops.pagefile import content_hash
 from lore_mcp.vault_ops.pages import check_expected, check_inside, read_bytes
 
 LISTED = 20  # rewritten pages and retargeted links a rename result lists; it counts them all
@@ -154,7 +155,7 @@ def _prepare(
                 raise FileVanishedError(old_rel) from None
         else:
             st = change.write(rel, data, old_rel if rel == new_rel else None)
-        pages.append(files.parse(rel, data, st.st_size, st.st_mtime_ns, vault.others))
+        pages.append(pagefile.parse(rel, data, st.st_size, st.st_mtime_ns, vault.others))
     return apply.apply(vault, pages, [old_rel], coming=[new_rel])
 
 

@@ -17,11 +17,12 @@ from pathlib import Path
 from lore_mcp.config import LARGE_PASS_FILES, PARSE_AHEAD_BYTES
 from lore_mcp.index import FileStamp
 from lore_mcp.models import SyncReport
-from lore_mcp.vault_ops import files
+from lore_mcp.vault_ops import pagefile
 from lore_mcp.vault_ops.apply import Applied, apply
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.files import OtherFiles, Parsed, Stamp, same_bytes, scan_files
+from lore_mcp.vault_ops.files import Stamp, scan_files
 from lore_mcp.vault_ops.outside import Change, record, remember
+from lore_mcp.vault_ops.pagefile import OtherFiles, Parsed, same_bytes
 from lore_mcp.vault_ops.paths import real_path
 from lore_mcp.vault_ops.readers import read_many
 
@@ -265,8 +266,8 @@ def parse_ahead(root: Path, rel_paths: Sequence[str], others: OtherFiles) -> Ahe
         try:
             if path is None or path.stat().st_size < PARSE_AHEAD_BYTES:
                 continue
-            found[rel] = files.parse_page_file(root, rel, others)
-        except (OSError, files.Unreadable):
+            found[rel] = pagefile.parse_page_file(root, rel, others)
+        except (OSError, pagefile.Unreadable):
             continue
     return Ahead(found, others, version)
 
