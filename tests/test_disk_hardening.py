@@ -23,7 +23,7 @@ from helpers import fails as refused
 from lore_mcp import vault_ops
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR, MAX_FILE_BYTES
 from lore_mcp.errors import LoreError, PageNotFoundError
-from lore_mcp.index.db import SCHEMA_VERSION
+from lore_mcp.index.schema import SCHEMA_VERSION
 from lore_mcp.server import build_server
 from lore_mcp.vault_ops import AppState
 

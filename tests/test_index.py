@@ -16,7 +16,8 @@ from lore_mcp import vault_ops as ops
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from lore_mcp.errors import PageNotFoundError
 from lore_mcp.index import Index, PageRow, search_text
-from lore_mcp.index.db import MOVES_KEEP, SCHEMA_VERSION
+from lore_mcp.index.db import MOVES_KEEP
+from lore_mcp.index.schema import SCHEMA_VERSION
 from lore_mcp.vault_ops import apply, sync
 from test_watcher import wait_until
 

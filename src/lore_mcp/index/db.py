@@ -1,5 +1,6 @@
-"""The SQLite index: one connection, its schema version, write transactions, and the
-change log other processes read to keep their in-memory graph in step.
+"""The SQLite index: one connection, write transactions, and the change log other
+processes read to keep their in-memory graph in step (its tables are in `schema`).
+
 
 The index is a cache of the files. It carries a schema version (`PRAGMA user_version`);
 an outdated one is emptied and rebuilt from the files by the caller, and so is one
@@ -16,7 +17,6 @@ import logging
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager, suppress
 from pathlib import Path
@@ -24,25 +24,23 @@ from pathlib import Path
 from lore_mcp.config import BUSY_TIMEOUT_S, LARGE_PASS_CACHE_KIB
 from lore_mcp.errors import VaultBusyError
 from lore_mcp.index import repair
-from lore_mcp.index.links import LINK_INDEXES, LINK_SCHEMA, LinkTable
-from lore_mcp.index.pages import PAGE_INDEXES, PAGE_SCHEMA, PageRow, PageTable
-from lore_mcp.index.search import SEARCH_SCHEMA, SEARCH_TABLES, SearchTable, SearchText
+from lore_mcp.index.links import LinkTable
+from lore_mcp.index.pages import PageRow, PageTable
+from lore_mcp.index.schema import (
+    LATER_INDEXES,
+    SCHEMA_VERSION,
+    TABLES,
+    create_schema,
+    make_indexes,
+)
+from lore_mcp.index.search import SearchTable, SearchText
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 11
 CHANGELOG_KEEP = 20_000
 MOVES_KEEP = 10_000  # renames remembered, the latest (see `Index.record_move`)
 _MOVED = "moved:"  # the prefix of a rename's row in `meta`: old path key -> new path
 _MOVED_END = "moved;"  # the first key after every key with that prefix
-_OWN_SCHEMA = """
-CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, page TEXT NOT NULL);
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
-_TABLES = ("pages", "names", "names_text", "links", *SEARCH_TABLES, "changes", "meta")
-# The indexes a write at a random place of their B-tree keeps up at each insert: a first
-# index makes them once, at its end (see `Index.filling`).
-_LATER_INDEXES = PAGE_INDEXES | LINK_INDEXES
 LOCK_SLICE_S = 0.25  # a wait for the write lock looks up this often (to give up, or log)
 WARN_AFTER_S = 2.0  # a wait this long is worth a line in the log
 WAL_CHECKPOINT_PAGES = 1000  # SQLite's own: a commit past this much log checkpoints
@@ -50,59 +48,6 @@ WAL_CHECKPOINT_PAGES = 1000  # SQLite's own: a commit past this much log checkpo
 # How long to wait for another process's write lock: called with the seconds waited so
 # far, it says whether to go on waiting.
 Patience = Callable[[float], bool]
-
-
-def last_page_count(path: Path) -> int | None:
-    """How many real pages the index at `path` held when it was last written, read
-    without opening it for use (no schema check, no write, no lock): None when there is
-    no index there, or it is of another schema version or unreadable."""
-    if not path.is_file():
-        return None
-    try:
-        with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1)) as conn:
-            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                return None
-            sql = "SELECT count(*) FROM pages WHERE path IS NOT NULL"
-            return int(conn.execute(sql).fetchone()[0])
-    except sqlite3.Error:
-        return None
-
-
-def create_schema(conn: sqlite3.Connection) -> None:
-    """Drop whatever tables there are and make empty ones, with a new epoch (which
-    tells the other processes that everything they loaded is gone)."""
-    _drop_all(conn)
-    for schema in (PAGE_SCHEMA, LINK_SCHEMA, SEARCH_SCHEMA, _OWN_SCHEMA):
-        _run_script(conn, schema)
-    _make_indexes(conn)
-    conn.execute("INSERT INTO meta(key, value) VALUES ('epoch', ?)", (uuid.uuid4().hex,))
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-
-def _make_indexes(conn: sqlite3.Connection) -> None:
-    for name, target in _LATER_INDEXES.items():
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {target}")
-
-
-def _run_script(conn: sqlite3.Connection, schema: str) -> None:
-    # executescript() would commit the open transaction; run the statements one by one.
-    statement = ""
-    for piece in schema.split(";"):
-        statement += piece + ";"
-        if sqlite3.complete_statement(statement):
-            if statement.strip(" \n;"):
-                conn.execute(statement)
-            statement = ""
-
-
-def _drop_all(conn: sqlite3.Connection) -> None:
-    rows = conn.execute(
-        "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view') "
-        "AND name NOT LIKE 'sqlite_%'"
-    ).fetchall()
-    for kind, name in rows:
-        with suppress(sqlite3.OperationalError):  # shadow tables go with their FTS table
-            conn.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
 
 
 class Index:
@@ -205,7 +150,7 @@ class Index:
         if version != SCHEMA_VERSION:
             return f"schema {version} is not {SCHEMA_VERSION}" if version else "no tables yet"
         try:
-            for table in _TABLES:  # a table dropped by hand
+            for table in TABLES:  # a table dropped by hand
                 self._conn.execute(f"SELECT 1 FROM {table} LIMIT 0")
             # Reading the tables finds a truncated or damaged file early.
             self._conn.execute("SELECT count(*) FROM pages").fetchone()
@@ -251,10 +196,10 @@ class Index:
         place of their B-trees a row: at 100,000 pages, much of a first index's time).
         Meanwhile a lookup by them reads the whole table. A failure leaves them to the
         caller's rollback."""
-        for name in _LATER_INDEXES:
+        for name in LATER_INDEXES:
             self._conn.execute(f"DROP INDEX IF EXISTS {name}")
         yield
-        _make_indexes(self._conn)
+        make_indexes(self._conn)
 
     @contextmanager
     def no_checkpoint(self) -> Iterator[None]:

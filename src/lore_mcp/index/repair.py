@@ -78,7 +78,7 @@ def damage(conn: sqlite3.Connection) -> str | None:
 
 
 def epoch(conn: sqlite3.Connection) -> str | None:
-    """The index's epoch (see `db.create_schema`); None when it cannot be read."""
+    """The index's epoch (see `schema.create_schema`); None when it cannot be read."""
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()
     except sqlite3.DatabaseError as exc:
