@@ -27,7 +27,7 @@ dozen of them and makes snippets only for the hits it returns.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 from lore_mcp.index import ranking, rescore, snippets, terms
@@ -124,8 +124,10 @@ class _Finder:
         self.total = 0  # pages in the vault
         self.weights: dict[str, float] = {}  # each term's share of the query's weight
         self.holding: dict[int, set[str]] = {}  # the terms a candidate is known to hold
-        self.texts: dict[int, tuple[str, str]] = {}  # (headings, body) of the best ones
-        self.folded: dict[int, str] = {}  # their bodies, folded
+        self.held: set[str] = set()  # the inflections and stems of its words the vault holds
+        self.texts: dict[int, tuple[str, str, str]] = {}  # (names, headings, body) of each
+        self.folded: dict[int, str] = {}  # the bodies of the best ones, folded
+        self.counts: dict[tuple[str, int], int] = {}  # pages matching, up to a cap
 
     # -- terms ------------------------------------------------------------------------
 
@@ -134,6 +136,9 @@ class _Finder:
     ) -> list[_Resolved]:
         """The terms the vault holds. The last word also stands for the longer words it
         starts when fewer than `limit` pages hold it as a word (it is being typed)."""
+        words = [t for t in wanted if t.key.startswith("w:")]
+        asked = [f for t in words for forms in self._others(t) for f in forms]
+        self.held = self.table.held(list(dict.fromkeys(asked)))
         kept = [r for r in map(self._resolve, wanted) if r.pages]
         key = None if prefix is None else f"w:{prefix.words[0]}"
         term = next((t for t in wanted if t.key == key), None)
@@ -161,17 +166,30 @@ class _Finder:
         assert term.fts is not None
         forms = [term.fts]
         if term.key.startswith("w:"):
-            others = [terms.quote(f) for f in self.stemmer.forms(term.words[0])[1:]]
-            forms += [f for f in others if table.count(f, 1)[0]][: MAX_FORMS - 1]
-            stems = self._stems(term.words[0])
-            stemmed = [f"{_STEMS}{terms.quote(lang + s)}" for lang, s in stems]
-            forms += [f for f in stemmed if table.count(f, 1)[0]]
+            others, stems = self._others(term)
+            forms += [f for f in others if f in self.held][: MAX_FORMS - 1]
+            forms += [f for f in stems if f in self.held]
         forms += [f for f in completions if f not in forms]
         resolved = _Resolved(term, forms, 0, True)
         assert resolved.match is not None
-        count, _ = table.count(resolved.match, cap)
+        count = self._count(resolved.match, cap)
         resolved.pages, resolved.exact = count, count < cap
         return resolved
+
+    def _count(self, match: str, cap: int) -> int:
+        """How many pages match, counted up to `cap`, each statement once a search."""
+        count = self.counts.get((match, cap))
+        if count is None:
+            count = self.counts[match, cap] = self.table.count(match, cap)
+        return count
+
+    def _others(self, term: terms.Term) -> tuple[list[str], list[str]]:
+        """A word's other inflections and its stems in the other languages, as FTS5
+        strings, of which the vault may hold some (`held`)."""
+        word = term.words[0]
+        others = [terms.quote(f) for f in self.stemmer.forms(word)[1:]]
+        stems = [f"{_STEMS}{terms.quote(lang + s)}" for lang, s in self._stems(word)]
+        return others, stems
 
     def _stems(self, word: str) -> list[tuple[str, str]]:
         """A word's stems in the other languages (the query's, or all of them)."""
@@ -228,7 +246,7 @@ class _Finder:
         rare = [r.exact and r.pages <= self.limits.rare_pages for r in held]
         if any(rare) if every else sum(r.pages for r in held) <= self.limits.rare_pages:
             return self.table.ranked(match, wanted)
-        count, _ = self.table.count(match, self.limits.window)
+        count = self._count(match, self.limits.window)
         if count >= self.limits.window:
             return [(page, 0.0) for page in self.table.first(match, wanted)]
         return self.table.ranked(match, wanted)
@@ -249,7 +267,7 @@ class _Finder:
     def _names(self, match: str) -> None:
         """The pages named by a term (their title or aliases hold it), the best first."""
         named = f"names : {match}"
-        count, _ = self.table.count(named, self.limits.window)
+        count = self._count(named, self.limits.window)
         if count >= self.limits.window:  # a word in too many names to rank them all
             rows = [(page, 0.0) for page in self.table.first(named, self.limits.names)]
         else:
@@ -274,16 +292,19 @@ class _Finder:
         """The candidates, best first, with their scores."""
         found = self.found
         ids = sorted(found)
-        names = self.table.names_of(ids)
-        folded = query.folded
+        self.texts = self.table.texts(ids)
         self.weights = self._weights(deciding)
         starts = [(r, self._starts(r.term.words)) for r in deciding]
-        for page, candidate in found.items():
-            text = names.get(page, "")
-            candidate.named = sum(self.weights[r.key] for r, s in starts if _names_hold(r, s, text))
-            lines = text.split("\n")
-            candidate.exact_name = any(" ".join(terms.fold(n).split()) == folded for n in lines)
-        self._holding(deciding, ids)
+        for page, (text, _, _) in self.texts.items():
+            candidate = found[page]
+            folded = terms.fold(text)
+            words = _NAME_WORD.findall(folded)
+            candidate.named = sum(
+                self.weights[r.key] for r, s in starts if _names_hold(r, s, text, folded, words)
+            )
+            lines = folded.split("\n")
+            candidate.exact_name = any(" ".join(n.split()) == query.folded for n in lines)
+        self._holding(deciding, ids, self.texts)
         if sum(c.holds_all for c in found.values()) < limit:
             self._coverage(deciding, [p for p in ids if not found[p].holds_all])
         order = ranking.ranked(found, len(deciding))
@@ -294,8 +315,8 @@ class _Finder:
         """The best candidates weighed again on their own text (`rescore`): their
         relevance, and the query's phrases they hold; the others' relevance is gone
         (they were not weighed alike)."""
-        self.texts = self.table.texts(sorted(best))
-        folded = {page: (terms.fold(h), terms.fold(b)) for page, (h, b) in self.texts.items()}
+        texts = self.texts
+        folded = {p: (terms.fold(texts[p][1]), terms.fold(texts[p][2])) for p in best if p in texts}
         self.folded = {page: body for page, (_, body) in folded.items()}
         total = max(self.total, *(r.pages for r in deciding))
         weighed = [self._weighed(r, ranking.idf(total, r.pages)) for r in deciding if r.match]
@@ -334,7 +355,7 @@ class _Finder:
             starts += [terms.fold(s) for _, s in stems[:MAX_STEMS]]
         return rescore.Weighed(resolved.key, idf, tuple(dict.fromkeys(starts)))
 
-    def _holding(self, deciding: list[_Resolved], ids: list[int]) -> None:
+    def _holding(self, deciding: list[_Resolved], ids: list[int], named: Container[int]) -> None:
         """Which candidates hold every term. The pages holding every text term are
         found by their own statement; those also need the symbol words, looked up. Of
         the others, only those that may rank first by their names or a symbol word are
@@ -353,7 +374,6 @@ class _Finder:
         unsure = [p for p in ids if p not in known]
         if not unsure:
             return
-        named = set(self.table.names_of(unsure))
         picked = [p for p in unsure if p in named and self.found[p].named > 0]
         picked += [p for p in unsure if self.found[p].symbol]
         held = set(sorted(set(picked))[: 2 * self.limits.names])
@@ -425,7 +445,7 @@ class _Finder:
 
     def _body(self, page: int) -> str:
         text = self.texts.get(page)
-        return self.table.body(page) if text is None else text[1]
+        return self.table.body(page) if text is None else text[2]
 
     def _marking(self, deciding: list[_Resolved], query: terms.Query) -> list[str]:
         """What a snippet marks: the starts of the query's words in any inflection,
@@ -472,15 +492,16 @@ def _any(resolved: Sequence[_Resolved]) -> str:
     return " OR ".join(r.match or "" for r in resolved)
 
 
-def _names_hold(resolved: _Resolved, starts: list[str], names: str) -> bool:
-    """Whether a page's names (title and aliases) hold a term: each of its words as the
-    start of a word of theirs, about as the tokenizer would find it."""
+def _names_hold(
+    resolved: _Resolved, starts: list[str], names: str, folded: str, tokens: list[str]
+) -> bool:
+    """Whether a page's names (title and aliases; `folded`, and the words of that) hold
+    a term: each of its words as the start of a word of theirs, about as the tokenizer
+    would find it."""
     if not names or not starts:
         return False
     if resolved.term.symbol is not None:
         return resolved.term.symbol in names.lower()
-    folded = terms.fold(names)
-    tokens = _NAME_WORD.findall(folded)
     for start in starts:
         if terms.is_cjk(start[:1]):
             if start not in folded:

@@ -41,6 +41,8 @@ class Weighed:
     def count(self, text: str) -> int:
         if self.phrase is not None:
             return 1 if holds(text, self.phrase) else 0
+        if len(self.starts) == 1:
+            return count_starts(text, self.starts[0])
         return max((count_starts(text, start) for start in self.starts), default=0)
 
 

@@ -135,11 +135,22 @@ class SearchTable:
         sql = "SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?"
         return [row[0] for row in self._conn.execute(sql, (match, limit))]
 
-    def count(self, match: str, cap: int) -> tuple[int, int]:
-        """How many pages match, counted up to `cap`, and the last page id counted."""
-        sql = "SELECT count(*), max(rowid) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)"
-        found, last = self._conn.execute(sql, (match, cap)).fetchone()
-        return int(found), int(last or 0)
+    def count(self, match: str, cap: int) -> int:
+        """How many pages match, counted up to `cap`."""
+        sql = "SELECT count(*) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?)"
+        return int(self._conn.execute(sql, (match, cap)).fetchone()[0])
+
+    def held(self, matches: Sequence[str]) -> set[str]:
+        """Those of these FTS5 strings that some page matches, asked in one statement
+        (each stops at its first page)."""
+        found: set[str] = set()
+        for start in range(0, len(matches), _HELD_CHUNK):
+            chunk = matches[start : start + _HELD_CHUNK]
+            sql = " UNION ALL ".join(
+                f"SELECT {i} WHERE EXISTS ({_MATCH})" for i in range(len(chunk))
+            )
+            found.update(chunk[row[0]] for row in self._conn.execute(sql, chunk))
+        return found
 
     def ranked(self, match: str, limit: int) -> list[tuple[int, float]]:
         """The best `limit` pages that match, by FTS5's bm25() with the column weights,
@@ -157,18 +168,14 @@ class SearchTable:
             for row in select_in(self._conn, _MATCH + " AND +rowid IN ({})", ids, prefix=[match])
         }
 
-    def texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
-        """(headings, body) of pages by id."""
-        sql = "SELECT rowid, headings, body FROM fts WHERE rowid IN ({})"
+    def texts(self, ids: Sequence[int]) -> dict[int, tuple[str, str, str]]:
+        """(names, headings, body) of pages by id, the names a line each (reading one
+        column of a row costs about as much as reading all of them)."""
+        sql = "SELECT rowid, names, headings, body FROM fts WHERE rowid IN ({})"
         return {
-            int(i): (str(h).replace(terms.SEP, ""), str(b).replace(terms.SEP, ""))
-            for i, h, b in select_in(self._conn, sql, ids)
+            int(i): (_plain(str(n)), _plain(str(h)), _plain(str(b)))
+            for i, n, h, b in select_in(self._conn, sql, ids)
         }
-
-    def names_of(self, ids: Sequence[int]) -> dict[int, str]:
-        """The names (title and aliases, a line each) of pages by id."""
-        sql = "SELECT rowid, names FROM fts WHERE rowid IN ({})"
-        return {int(i): str(n).replace(terms.SEP, "") for i, n in select_in(self._conn, sql, ids)}
 
     def symbol_pages(self, word: str, limit: int = -1) -> list[tuple[int, int, bool]]:
         """(page, count in its text, in its names) of the pages holding a symbol word,
@@ -191,7 +198,7 @@ class SearchTable:
 
     def body(self, page_id: int) -> str:
         row = self._conn.execute("SELECT body FROM fts WHERE rowid = ?", (page_id,)).fetchone()
-        return str(row[0]).replace(terms.SEP, "") if row else ""
+        return _plain(str(row[0])) if row else ""
 
     def completions(self, prefix: str, pages: int) -> list[str]:
         """The words (folded) a prefix match stands for in the first `pages` pages
@@ -230,5 +237,11 @@ class SearchTable:
         return sorted((str(s), str(n), str(b), str(t)) for s, n, b, t in rows)
 
 
+def _plain(text: str) -> str:
+    """Stored text as it was written: without the separators around CJK characters."""
+    return text.replace(terms.SEP, "") if terms.SEP in text else text
+
+
 _MATCH = "SELECT rowid FROM fts WHERE fts MATCH ?"
+_HELD_CHUNK = 100  # FTS5 strings a statement of `held` asks for
 _MARKED = re.compile("\x02([^\x03]*)\x03")
