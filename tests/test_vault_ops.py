@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from lore_mcp.errors import (
     VaultError,
 )
 from lore_mcp.vault_ops import AppState, apply
+from lore_mcp.vault_ops.pagefile import Seen, read_page_file
 
 # -- opening and indexing ------------------------------------------------------------
 
@@ -588,13 +591,51 @@ def test_read_only_state_refuses_writes(vault_dir: Path) -> None:
     st.close()
 
 
+def test_a_reader_busy_elsewhere_leaves_the_next_chunks_to_this_process(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the workers have not read the next chunk, this process reads the first
+    chunk none was given rather than wait; the pages still come in order, as one
+    process reads them."""
+    from lore_mcp.vault_ops import readers
+
+    monkeypatch.setattr(readers, "READ_CHUNK", 3)
+    monkeypatch.setattr(readers, "AHEAD_CHUNKS", 2)
+    rels = [f"f{i % 4}/Page {i:02}.md" for i in range(40)]
+    for i, rel in enumerate(rels):
+        write(vault_dir, rel, f"# Page {i}\n\n[[Page {(i + 1) % 40:02}]] #tag{i % 3}\n")
+    released = threading.Event()  # the one worker is busy until this process reads
+    here: list[str] = []
+    original = readers._read_chunk
+
+    def reading(root: Path, chunk: Any, others: Any) -> Any:
+        if threading.current_thread() is threading.main_thread():
+            here.extend(rel for rel, _ in chunk)
+            released.set()
+        return original(root, chunk, others)
+
+    monkeypatch.setattr(readers, "_read_chunk", reading)
+    chunks: list[list[tuple[str, Seen | None]]] = [
+        [(rel, None) for rel in rels[i : i + 3]] for i in range(0, len(rels), 3)
+    ]
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(released.wait, 10)  # (were it never set, the test would fail, not hang)
+        found = list(readers._shared(pool, 1, chunks, vault_dir, None))
+    assert here and set(here) < set(rels)  # this process read some chunks, the worker the rest
+    assert [rel for rel, _ in found] == rels
+    alone = [read_page_file(vault_dir, rel, None) for rel in rels]
+    assert [page for _, page in found] == alone
+
+
 @pytest.mark.slow
 def test_a_pass_read_by_worker_processes_equals_one_read_here(
     vault_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from lore_mcp.vault_ops import readers
 
-    monkeypatch.setattr(readers, "LARGE_PASS_FILES", 500)  # workers from 500 files, not 20,000
+    monkeypatch.setattr(readers, "READER_PASS_FILES", 500)  # workers from 500 files, not 20,000
+    monkeypatch.setattr(readers, "READ_CHUNK", 10)  # many chunks, few ahead: this process
+    monkeypatch.setattr(readers, "AHEAD_CHUNKS", 1)  # reads some while the worker starts
     count = 550
     for i in range(count):
         links = f"[[Page {i * 7 % count}]] [[Missing {i % 13}]] [[f{i % 3}/Page {i // 2}]]"

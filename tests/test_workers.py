@@ -2,7 +2,7 @@
 started them, even when it is killed mid-pass (SIGKILL gives it no chance to stop them).
 
 A real `lore index` runs on a generated vault large enough for readers (the threshold
-lowered through LORE_LARGE_PASS_FILES), is killed once a reader is running, and every
+lowered through LORE_READER_PASS_FILES), is killed once a reader is running, and every
 process it started must be gone soon after. Its process group finds them: the command is
 started in a session of its own, and the readers and the resource tracker stay in it.
 """
@@ -21,7 +21,7 @@ import pytest
 
 from helpers import environment
 from lore_mcp.commands import readers
-from lore_mcp.config import LARGE_PASS_FILES_ENV
+from lore_mcp.config import READER_PASS_FILES_ENV
 
 PAGES = 3000
 LORE = "from lore_mcp.cli import lore_main; lore_main()"
@@ -69,7 +69,7 @@ def test_readers_end_when_a_first_index_is_killed(tmp_path: Path) -> None:
         )
     proc = subprocess.Popen(
         [sys.executable, "-c", LORE, "--vault", str(root), "index"],
-        env=environment(**{LARGE_PASS_FILES_ENV: "100"}),
+        env=environment(**{READER_PASS_FILES_ENV: "100"}),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

@@ -48,11 +48,16 @@ def _env_int(name: str, default: int) -> int:
         return default
 
 
-# A pass over this many files or more reads them in worker processes and gives SQLite a
-# larger page cache. Both cost memory that a vault of a few thousand pages does not repay.
-# LORE_LARGE_PASS_FILES sets another threshold (the tests use a small one).
-LARGE_PASS_FILES_ENV = "LORE_LARGE_PASS_FILES"
-LARGE_PASS_FILES = _env_int(LARGE_PASS_FILES_ENV, 20_000)
+# A pass over this many files or more (a first index, mostly) reads them in worker
+# processes, which parse them while this process writes them to the index (and reads
+# some itself when they fall behind). On two cores that makes a first index of 10k pages
+# about a quarter quicker, but a worker's 55 MB would take the server past 150 MB there.
+# LORE_READER_PASS_FILES sets another threshold (the tests use a small one).
+READER_PASS_FILES_ENV = "LORE_READER_PASS_FILES"
+READER_PASS_FILES = _env_int(READER_PASS_FILES_ENV, 20_000)
+# A pass over this many files or more gives SQLite a larger page cache, which a vault of a
+# few thousand pages does not repay.
+LARGE_PASS_FILES = 20_000
 # The page cache of such a pass: at 100k pages, 16 MiB was as fast as 64 MiB or faster
 # (its B-trees are written in order, but for FTS5's merges), for 50 MB less.
 LARGE_PASS_CACHE_KIB = 16_384

@@ -10,11 +10,11 @@ import os
 import threading
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from lore_mcp.config import LARGE_PASS_FILES
+from lore_mcp.config import READER_PASS_FILES
 from lore_mcp.vault_ops.files import Stamp
 from lore_mcp.vault_ops.pagefile import OtherFiles, Parsed, Seen, read_page_file
 
@@ -43,7 +43,7 @@ def read_many(
     a first index). If a worker fails to start or dies, the rest is read here. The
     workers end with this process, even when it is killed (see `_end_with_parent`)."""
     seen = _seen(root, stamps or {})
-    if len(rel_paths) < LARGE_PASS_FILES or readers < 1:
+    if len(rel_paths) < READER_PASS_FILES or readers < 1:
         parsed = ahead or {}
         yield from (
             (rel, read_page_file(root, rel, others, parsed.get(rel), seen.get(rel)))
@@ -61,16 +61,52 @@ def read_many(
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_end_with_parent,
         ) as pool:
-            pending: deque[Future[list[tuple[str, Parsed | None]]]] = deque()
-            for chunk in chunks:  # a few chunks ahead, so memory holds only those
-                pending.append(pool.submit(_read_chunk, root, chunk, others))
-                while len(pending) > AHEAD_CHUNKS * readers or (chunk is chunks[-1] and pending):
-                    for found in pending.popleft().result():
-                        yield found
-                        done += 1
+            for found in _shared(pool, readers, chunks, root, others):
+                yield found
+                done += 1
     except (BrokenProcessPool, OSError) as exc:
         log.warning("reading pages in worker processes failed (%s); reading the rest here", exc)
         yield from ((rel, read_page_file(root, rel, others)) for rel in rel_paths[done:])
+
+
+_Chunk = list[tuple[str, Seen | None]]
+_Read = list[tuple[str, Parsed | None]]
+
+
+def _shared(
+    pool: Executor,
+    readers: int,
+    chunks: Sequence[_Chunk],
+    root: Path,
+    others: OtherFiles | None,
+) -> Iterator[tuple[str, Parsed | None]]:
+    """The chunks read, in order: by the workers, a few ahead, and by this process
+    whenever the next one is not ready yet: it reads the first chunk no worker was
+    given rather than wait (where writing pages is quicker than reading them, as in a
+    first index of a few thousand pages, the work is shared). No future is cancelled:
+    a pool that breaks must still be able to fail every one it holds."""
+    ahead = AHEAD_CHUNKS * readers
+    pending: deque[tuple[int, Future[_Read]]] = deque()
+    here: dict[int, _Read] = {}  # chunks read by this process, until their turn
+    queued = 0  # the chunks before this one are given to a worker or read here
+
+    def refill() -> None:
+        nonlocal queued
+        while queued < len(chunks) and len(pending) < ahead:
+            pending.append((queued, pool.submit(_read_chunk, root, chunks[queued], others)))
+            queued += 1
+
+    for index in range(len(chunks)):
+        refill()
+        if index in here:
+            yield from here.pop(index)
+            continue
+        _, head = pending.popleft()
+        while not head.done() and queued < len(chunks) and len(here) < ahead:
+            here[queued] = _read_chunk(root, chunks[queued], others)
+            queued += 1
+            refill()
+        yield from head.result()
 
 
 def _seen(root: Path, stamps: Mapping[str, Stamp]) -> dict[str, Seen]:
