@@ -140,6 +140,13 @@ def _key(text: str, folder: str | None) -> Key | None:
     return Key(path_key(written), exact, slug_from_path(written), written)
 
 
+def forget_cached() -> None:
+    """Empty the caches of slugs, path keys and link keys: a pass over many files leaves
+    them full (at 100k pages, tens of MB) of names it will not look up again soon."""
+    for cached in (slugify, slug_from_path, path_key, _key):
+        cached.cache_clear()
+
+
 def check_name(name: str) -> None:
     """Reject names no tool should act on: NUL, invalid Unicode, paths that leave the
     vault (`..`, a drive or a network share) and dot-folders."""

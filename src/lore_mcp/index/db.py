@@ -28,6 +28,7 @@ from lore_mcp.index.links import LinkTable
 from lore_mcp.index.pages import PageRow, PageTable
 from lore_mcp.index.schema import (
     LATER_INDEXES,
+    PAGE_TABLES,
     SCHEMA_VERSION,
     TABLES,
     create_schema,
@@ -60,6 +61,9 @@ class Index:
         self.busy_timeout = BUSY_TIMEOUT_S  # how long a write waits for the lock
         self.heals = 0  # how often a call found this index damaged and it was replaced
         self._checkpoint: threading.Thread | None = None  # see `checkpoint_soon`
+        # Inside `filling` of an index with no rows at all: every page written is new to
+        # it, so that no row of it is there to replace or delete first.
+        self.fresh = False
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
@@ -181,8 +185,10 @@ class Index:
     ) -> None:
         """Insert or replace page rows, with their aliases and tags; a search text (real
         pages: see `search.search_text`) replaces the page's."""
-        ids = self.pages.upsert([row for row, _ in pages], aliases, tags)
-        self.search.put((ids[row.key], text) for row, text in pages if text is not None)
+        fresh = self.fresh
+        ids = self.pages.upsert([row for row, _ in pages], aliases, tags, fresh=fresh)
+        texts = ((ids[row.key], text) for row, text in pages if text is not None)
+        self.search.put(texts, fresh=fresh)
 
     def delete_pages(self, keys: Sequence[str]) -> None:
         self.search.delete(list(self.pages.ids(keys).values()))
@@ -198,7 +204,15 @@ class Index:
         caller's rollback."""
         for name in LATER_INDEXES:
             self._conn.execute(f"DROP INDEX IF EXISTS {name}")
-        yield
+        # Rows left where no page is (a damaged index) are deleted as each page is written.
+        self.fresh = not any(
+            self._conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]
+            for table in PAGE_TABLES
+        )
+        try:
+            yield
+        finally:
+            self.fresh = False
         make_indexes(self._conn)
 
     @contextmanager

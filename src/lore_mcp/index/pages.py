@@ -106,8 +106,11 @@ class PageTable:
         rows: Sequence[PageRow],
         aliases: Mapping[str, Sequence[str]] | None = None,
         tags: Mapping[str, Sequence[str]] | None = None,
+        *,
+        fresh: bool = False,
     ) -> dict[str, int]:
-        """Insert or replace rows by key, with their aliases and tags; their ids, by key."""
+        """Insert or replace rows by key, with their aliases and tags; their ids, by key.
+        `fresh` says none of these pages is in the table yet (nothing to delete first)."""
         aliases, tags = aliases or {}, tags or {}
         self._conn.executemany(
             f"INSERT INTO pages({_COLUMNS}, slug) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -131,10 +134,17 @@ class PageTable:
             ],
         )
         keys = [row.key for row in rows]
-        self._replace("aliases", keys, [(k, a) for k in keys for a in aliases.get(k, ())])
-        self._replace("tags", keys, [(k, t.lower()) for k in keys for t in tags.get(k, ())])
+        if not fresh:
+            for table in ("aliases", "tags", "names"):
+                self._delete_pages(table, keys)
+        self._conn.executemany(
+            "INSERT INTO aliases VALUES (?, ?)", [(k, a) for k in keys for a in aliases.get(k, ())]
+        )
+        self._conn.executemany(
+            "INSERT INTO tags VALUES (?, ?)",
+            [(k, t.lower()) for k in keys for t in tags.get(k, ())],
+        )
         names = {row.key: name_keys(row, aliases.get(row.key, ())) for row in rows}
-        self._delete_pages("names", keys)
         self._conn.executemany(
             "INSERT INTO names(name, page) VALUES (?, ?)",
             ((name, key) for key, found in names.items() for name in sorted(found)),
@@ -146,14 +156,12 @@ class PageTable:
             (ids[key], "\n".join(sorted(found)).replace("\x00", "\n"))
             for key, found in names.items()
         )
-        self._conn.executemany("DELETE FROM names_text WHERE rowid = ?", [(i,) for i, _ in ordered])
+        if not fresh:
+            self._conn.executemany(
+                "DELETE FROM names_text WHERE rowid = ?", [(i,) for i, _ in ordered]
+            )
         self._conn.executemany("INSERT INTO names_text(rowid, text) VALUES (?, ?)", ordered)
         return ids
-
-    def _replace(self, table: str, keys: Sequence[str], rows: Sequence[tuple[str, str]]) -> None:
-        """The rows of the pages `keys` in `table` (aliases or tags) become `rows`."""
-        self._delete_pages(table, keys)
-        self._conn.executemany(f"INSERT INTO {table} VALUES (?, ?)", rows)
 
     def _delete_pages(self, table: str, keys: Sequence[str]) -> None:
         execute_in(self._conn, f"DELETE FROM {table} WHERE page IN ({{}})", keys)

@@ -17,6 +17,8 @@ OWN_SCHEMA = """
 CREATE TABLE changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, page TEXT NOT NULL);
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+# The tables that hold rows of pages (all of them, but for the log of changes and meta).
+PAGE_TABLES = ("pages", "aliases", "tags", "names", "names_text", "links", *SEARCH_TABLES)
 TABLES = ("pages", "names", "names_text", "links", *SEARCH_TABLES, "changes", "meta")
 # The indexes a write at a random place of their B-tree keeps up at each insert: a first
 # index makes them once, at its end (see `Index.filling`).

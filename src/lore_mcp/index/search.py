@@ -108,12 +108,14 @@ class SearchTable:
 
     # -- writes ---------------------------------------------------------------------
 
-    def put(self, documents: Iterable[tuple[int, SearchText]]) -> None:
-        """Replace the search text of the pages with these (id, text)."""
+    def put(self, documents: Iterable[tuple[int, SearchText]], *, fresh: bool = False) -> None:
+        """Replace the search text of the pages with these (id, text); `fresh` says
+        none of them has one yet."""
         # In rowid order: FTS5 flushes its pending terms whenever a rowid is lower than
         # the one written before, and many small flushes make the index slow to build.
         ordered = sorted(documents, key=lambda document: document[0])
-        self.delete([rowid for rowid, _ in ordered])
+        if not fresh:
+            self.delete([rowid for rowid, _ in ordered])
         self._conn.executemany(
             "INSERT INTO fts(rowid, names, headings, body, stems) VALUES (?, ?, ?, ?, ?)",
             [(rowid, *text[:4]) for rowid, text in ordered],

@@ -16,7 +16,15 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from lore_mcp.index import LinkRow, PageRow
-from lore_mcp.slugs import Key, path_key, resolve, slug_from_path, suffixes, target_key
+from lore_mcp.slugs import (
+    Key,
+    forget_cached,
+    path_key,
+    resolve,
+    slug_from_path,
+    suffixes,
+    target_key,
+)
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.pagefile import Parsed
 
@@ -71,6 +79,8 @@ def apply(
             touched=touched,
             brought=brought,
         )
+        if len(touched) > RELOAD_OVER:
+            forget_cached()
     touched |= _remove(vault, announced - brought, candidates)
     applied = _settle_placeholders(vault, candidates)
     _update_graph(vault, written, touched, candidates)
@@ -87,13 +97,15 @@ def _put(
     touched: set[str],
     brought: set[str],
 ) -> list[PageRow]:
-    """The pages into the index, a batch at a time; their rows."""
+    """The pages into the index, a batch at a time; their rows, unless there are more than
+    `RELOAD_OVER` (the graph is then loaded afresh, and at 100k pages the rows are 30 MB)."""
     index = vault.index
     written: list[PageRow] = []
     for batch in _batches(pages):
         paths = [page.row.key for page in batch]
-        candidates.update(target for _, target in index.links.edges(paths))
-        index.links.delete_from(paths)
+        if not index.fresh:  # in a first index, no page has links yet
+            candidates.update(target for _, target in index.links.edges(paths))
+            index.links.delete_from(paths)
         new = {path for path in paths if path not in vault.pages}
         vault.pages.update(new)
         # A page is there again: no write by that name is one to a page renamed away.
@@ -111,7 +123,8 @@ def _put(
         index.links.add(rows)
         brought.update(paths)
         touched.update(paths)
-        written += [page.row for page in batch]
+        if len(touched) <= RELOAD_OVER:  # beyond that the graph is loaded afresh instead
+            written += [page.row for page in batch]
     return written
 
 
