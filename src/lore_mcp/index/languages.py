@@ -19,7 +19,9 @@ import Stemmer
 from lore_mcp.index.stopwords import ENGLISH, FRENCH, GERMAN, SPANISH
 
 STEMMED = {"de": "german", "fr": "french", "es": "spanish"}  # besides English (Porter)
-SAMPLE_CHARS = 2000  # how much of a page its language is told from
+# How much of a page its language is told from: 1000 characters tell the language of
+# every page of `bench/quality/` (four languages) and `brain/` as 2000 do, in half the time.
+SAMPLE_CHARS = 1000
 _MIN_HITS = 3  # stopwords a page needs to be told a language
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _CACHE_WORDS = 200_000  # stems kept per language; the cache starts afresh past that
@@ -53,7 +55,7 @@ def detect(sample: Iterable[str], minimum: int = _MIN_HITS) -> str | None:
     return _best({word if word.isascii() else word.translate(_FOLD) for word in sample}, minimum)
 
 
-def _best(seen: set[str], minimum: int) -> str | None:
+def _best(seen: Iterable[str], minimum: int) -> str | None:
     counts = dict.fromkeys(_STOPWORDS, 0)  # in this order, which breaks ties
     for word in _OWN_STOPWORDS.intersection(seen):
         counts[_LANGUAGE_OF[word]] += 1
@@ -71,7 +73,7 @@ def page_language(text: str) -> str | None:
     sample = text[:SAMPLE_CHARS].lower()
     if not sample.isascii():
         sample = sample.translate(_FOLD)
-    return _best(set(sample.split()), _MIN_HITS)
+    return _best(sample.split(), _MIN_HITS)
 
 
 def query_languages(text: str) -> tuple[str, ...]:

@@ -265,13 +265,18 @@ def read_regular(
     it is over `limit`. OSError when it is not there, or not a regular file, or (with
     `expect`) not the file of that device, inode and ctime, whose bytes are then not read."""
     fd = os.open(path, _READ_FLAGS)
-    with os.fdopen(fd, "rb") as handle:
+    try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
         if expect is not None and (st.st_dev, st.st_ino, st.st_ctime_ns) != expect:
             raise OSError(errno.ESTALE, "not the file found there")
-
         if limit is not None and st.st_size > limit:
             return st, None
-        return st, handle.read()
+        # Up to the end, even if the file grew since fstat (unbuffered: one read, mostly).
+        parts = [os.read(fd, st.st_size + 1)]
+        while parts[-1]:
+            parts.append(os.read(fd, max(st.st_size, 65536)))
+        return st, b"".join(parts)
+    finally:
+        os.close(fd)
