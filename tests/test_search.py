@@ -3,11 +3,12 @@ and the paths a large vault takes (through small limits, on a small vault)."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import write
@@ -101,6 +102,19 @@ def test_symbol_words_and_headings() -> None:
     }
     assert terms.headings("# Title\n\ntext\n## Sub ##\n   ### Deep\n#tag\n") == "Title\nSub\nDeep"
     assert terms.fold("Étiquettes が Straße") == "etiquettes が straße"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=12))
+@example("Ωμέγα Й e\u0301 \u212b が \u1100\u1161 \u0410\u0306")
+def test_fold_takes_off_latin_greek_and_cyrillic_marks_and_nothing_else(text: str) -> None:
+    """`fold` is lowercase, decomposed, without the marks U+0300-U+036F, composed again,
+    whichever way it gets there (text with no such mark is only lowercased)."""
+    bare = unicodedata.normalize("NFD", text.lower())
+    expected = unicodedata.normalize(
+        "NFC", "".join(c for c in bare if not "\u0300" <= c <= "\u036f")
+    )
+    assert terms.fold(text) == expected
 
 
 def test_inflections_reach_every_stem() -> None:

@@ -24,6 +24,7 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from functools import cache
 
 from lore_mcp.index.stopwords import CJK_LONGEST_FIRST, LATIN
 
@@ -67,9 +68,25 @@ def fold(text: str) -> str:
     compares words. Only the combining marks of Latin, Greek and Cyrillic letters go:
     Japanese kana keep theirs (が stays が)."""
     text = text.lower()
-    if text.isascii():
+    if text.isascii() or (
+        _marked().search(text) is None and unicodedata.is_normalized("NFC", text)
+    ):  # no mark to take off (Cyrillic, Greek without accents, CJK): as it is
         return text
     return unicodedata.normalize("NFC", _DIACRITIC.sub("", unicodedata.normalize("NFD", text)))
+
+
+@cache
+def _marked() -> re.Pattern[str]:
+    """The chars that hold a mark `fold` takes off: the marks, and every char whose
+    canonical decomposition has one (made on first use, in about 15 ms: it looks at every
+    code point up to the last that has a decomposition, U+2FA1D)."""
+    chars = [
+        char
+        for code in range(0x80, 0x2FA1E)
+        if unicodedata.decomposition(char := chr(code))
+        and _DIACRITIC.search(unicodedata.normalize("NFD", char))
+    ]
+    return re.compile("[\u0300-\u036f" + "".join(map(re.escape, chars)) + "]")
 
 
 def symbol_words(text: str) -> Counter[str]:
