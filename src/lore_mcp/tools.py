@@ -96,7 +96,9 @@ async def _call(
     vaults = ctx.request_context.lifespan_context.vaults
     try:
         spec = _reached(vaults, _grant(ctx), name, writes)
-        vault = await anyio.to_thread.run_sync(vaults.get, spec.name)
+        vault = vaults.opened(spec.name)
+        if vault is None:  # opening it reads the disk: not on the event loop
+            vault = await anyio.to_thread.run_sync(vaults.get, spec.name)
     except LoreError as exc:
         raise ToolError(str(exc)) from exc
     await _wait_for_index(ctx, vault)

@@ -187,6 +187,12 @@ class Vaults:
     def is_open(self, name: str) -> bool:
         return self._slots[name].state is not None
 
+    def opened(self, name: str | None = None) -> AppState | None:
+        """The vault `name` (None: the default) if it is open already, else None: what
+        `get` gives without waiting or doing any work (so a caller need not leave its
+        event loop for it)."""
+        return self._slots[self.spec(name).name].state
+
     def get(self, name: str | None = None) -> AppState:
         """The vault `name` (None: the default), opened now if it was not yet: its first
         index pass then runs in the background (calls wait for `ready`)."""
