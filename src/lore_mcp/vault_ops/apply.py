@@ -98,7 +98,7 @@ def _put(
     brought: set[str],
 ) -> list[PageRow]:
     """The pages into the index, a batch at a time; their rows, unless there are more than
-    `RELOAD_OVER` (the graph is then loaded afresh, and at 100k pages the rows are 30 MB)."""
+    `RELOAD_OVER` (the graph is then loaded afresh; at 100k pages the rows are 35 MB)."""
     index = vault.index
     written: list[PageRow] = []
     for batch in _batches(pages):
