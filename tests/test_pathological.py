@@ -145,12 +145,16 @@ def _code_span_close_by_hand(text: str, at: int, end: int) -> int:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["`", "``", "```", "a", "\n", " "]), max_size=40).map("".join))
 def test_indexed_code_spans_close_where_direct_reading_closes(text: str) -> None:
+    """The index of backtick runs, and the search a text's first code spans are closed by
+    (`TextIndex` before it makes the index), close each span where reading by hand does."""
     runs = markdown.Backticks(text)
     for at in (i for i, char in enumerate(text) if char == "`"):
         for end in range(at + 1, len(text) + 1):
             if end < len(text) and text[end - 1 : end + 1] == "``":
                 continue  # the scanner's ends are line ends: never inside a run
-            assert runs.closing(at, end) == _code_span_close_by_hand(text, at, end)
+            expected = _code_span_close_by_hand(text, at, end)
+            assert runs.closing(at, end) == expected
+            assert markdown.TextIndex(text).code_span_end(at, end) == expected
 
 
 _MARKDOWN_PIECES = st.sampled_from(

@@ -239,6 +239,24 @@ class Backticks:
         return starts[i] + length if i < len(starts) and starts[i] + length <= end else -1
 
 
+def _closing(text: str, at: int, end: int) -> int:
+    """`Backticks.closing`, found by searching text[at:end]."""
+    run = at
+    while run < len(text) and text[run] == "`":
+        run += 1
+    length = run - at
+    pos = run
+    # Each search starts just past a run, so what it finds starts a run.
+    while (found := text.find("`" * length, pos, end)) >= 0:
+        stop = found + length
+        if stop == len(text) or text[stop] != "`":
+            return stop
+        while stop < len(text) and text[stop] == "`":  # a longer run: on past it
+            stop += 1
+        pos = stop
+    return -1
+
+
 class TextIndex:
     """What one scan of a text for links finds once and looks up many times: its runs
     of backticks, and (once it has read many Markdown links) where destinations end.
@@ -246,16 +264,22 @@ class TextIndex:
     size."""
 
     DIRECT_READS = 64  # destinations read directly before they are worth an index
+    DIRECT_SPANS = 16  # code spans closed by a search of the text before they are
 
     def __init__(self, text: str) -> None:
         self.text = text
         self._backticks: Backticks | None = None
         self._destinations: Destinations | None = None
         self._reads = 0
+        self._spans = 0
 
     def code_span_end(self, at: int, end: int) -> int:
-        """`Backticks.closing` for this text."""
+        """`Backticks.closing` for this text (for its first few code spans, a search up
+        to `end`: most pages have few, and a line's end comes soon)."""
         if self._backticks is None:
+            self._spans += 1
+            if self._spans <= self.DIRECT_SPANS:
+                return _closing(self.text, at, end)
             self._backticks = Backticks(self.text)
         return self._backticks.closing(at, end)
 

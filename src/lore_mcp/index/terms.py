@@ -47,7 +47,9 @@ _SYMBOL_HINT = re.compile(
     r"[.+#](?:(?<=\w.)(?:(?<=\.)(?=\w)|(?<=[+#]))|(?<=\.)(?<![\w.].)(?=[^\W\d_]))"
 )
 _SYMBOL_CHARS = frozenset(".+#_")
-_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+([^\n]*)", re.MULTILINE)
+# An ATX heading line, after its line break (searched for in "\n" + text: a pattern that
+# starts with a plain character is found far faster than one that starts with `^`).
+_HEADING = re.compile(r"\n {0,3}#{1,6}[ \t]+([^\n]*)")
 _DIACRITIC = re.compile("[\u0300-\u036f]+")
 
 
@@ -111,7 +113,7 @@ def headings(text: str) -> str:
     """The text of a page's headings (ATX `#` lines), one a line."""
     if "#" not in text:
         return ""
-    return "\n".join(m.group(1).rstrip(" \t#") for m in _HEADING.finditer(text))
+    return "\n".join(m.group(1).rstrip(" \t#") for m in _HEADING.finditer("\n" + text))
 
 
 def quote(text: str) -> str:
