@@ -39,7 +39,9 @@ from lore_mcp.vault_ops import AppState
 Args = dict[str, Any]
 Plan = list[tuple[str, str, list[Args]]]
 Answers = dict[str, list[dict[str, Any]]]  # tool name -> its CallToolResults as JSON, in order
-PASS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV")
+# The variables the server gets from the environment the benchmark runs in: LORE_READER_PASS_FILES
+# lets a run try another threshold for reader processes.
+PASS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "LORE_READER_PASS_FILES")
 FIRST_READ_TIMEOUT_S = 1800.0
 CALL_TIMEOUT_S = 120.0
 WARM_UP_CALLS = 3
