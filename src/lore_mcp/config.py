@@ -51,7 +51,8 @@ def _env_int(name: str, default: int) -> int:
 # A pass over this many files or more (a first index, mostly) reads them in worker
 # processes, which parse them while this process writes them to the index (and reads
 # some itself when they fall behind). On two cores that makes a first index of 10k pages
-# about a quarter quicker, but a worker's 55 MB would take the server past 150 MB there.
+# about a quarter quicker, but a worker's memory (about 60 MB) would take the server past
+# 150 MB there.
 # LORE_READER_PASS_FILES sets another threshold (the tests use a small one).
 READER_PASS_FILES_ENV = "LORE_READER_PASS_FILES"
 READER_PASS_FILES = _env_int(READER_PASS_FILES_ENV, 20_000)
