@@ -23,10 +23,9 @@ from lore_mcp.slugs import (
     resolve,
     slug_from_path,
     suffixes,
-    target_key,
 )
 from lore_mcp.vault_ops.core import AppState
-from lore_mcp.vault_ops.pagefile import Parsed
+from lore_mcp.vault_ops.pagefile import Parsed, link_key
 
 BATCH = 500  # pages written to the index at a time by a pass over many files
 RELOAD_OVER = 2000  # a change touching more pages than this loads the graph afresh
@@ -113,7 +112,11 @@ def _put(
         for page in batch:
             vault.aliases.give(page.row.key, page.aliases)
         touched.update(_reresolve(vault, new, candidates))
-        rows = [_resolved(vault, link) for page in batch for link in page.links]
+        rows = [
+            _resolved(vault, link, key)
+            for page in batch
+            for link, key in zip(page.links, page.keys, strict=True)
+        ]
         candidates.update(row.resolved for row in rows)
         index.put_pages(
             [(page.row, page.search) for page in batch],
@@ -139,13 +142,8 @@ def _batches(pages: Iterable[Parsed]) -> Iterator[list[Parsed]]:
         yield batch
 
 
-def link_key(link: LinkRow) -> Key:
-    """The key a stored link resolves by (its spelling kept, for a tie only case breaks)."""
-    return target_key(link.target, link.source) or Key(link.key, link.exact, link.fold)
-
-
-def _resolved(vault: AppState, link: LinkRow) -> LinkRow:
-    found = resolve(vault.pages, link_key(link), link.source)
+def _resolved(vault: AppState, link: LinkRow, key: Key) -> LinkRow:
+    found = resolve(vault.pages, key, link.source)
     return link._replace(resolved=found.target, ambiguous=found.ambiguous, loose=found.loose)
 
 

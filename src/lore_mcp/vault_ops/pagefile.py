@@ -15,7 +15,7 @@ from pathlib import Path
 from lore_mcp import frontmatter, links
 from lore_mcp.config import MAX_CONTEXT_CHARS, MAX_FILE_BYTES, MAX_PAGE_LINKS
 from lore_mcp.index import LinkRow, PageRow, SearchText, search_text
-from lore_mcp.slugs import target_key, title_from_path
+from lore_mcp.slugs import Key, target_key, title_from_path
 from lore_mcp.vault_ops.files import Stamp
 from lore_mcp.vault_ops.paths import on_disk, real_path
 
@@ -39,6 +39,10 @@ class Parsed:
     aliases: list[str]
     tags: list[str]
     search: SearchText  # the text as the search tables hold it
+    # Each link's key, as it resolves by: made here, so that in a large pass the reader
+    # processes make it (made again where the pass writes, once the caches of keys were
+    # full, it took 5 % of that process's time in a first index of 100k pages).
+    keys: list[Key]
 
 
 class OtherFiles:
@@ -128,7 +132,13 @@ def parse(
         properties.aliases,
         list(dict.fromkeys(tag for tag in [*properties.tags, *found.tags])),
         search_text(title, properties.aliases, body),
+        [link_key(edge) for edge in edges],
     )
+
+
+def link_key(link: LinkRow) -> Key:
+    """The key a stored link resolves by (its spelling kept, for a tie only case breaks)."""
+    return target_key(link.target, link.source) or Key(link.key, link.exact, link.fold)
 
 
 def page_links(
