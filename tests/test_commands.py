@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -556,3 +557,19 @@ def test_a_vault_given_twice_is_a_usage_error(
     assert code == 2 and "--vault was given twice" in err
     code, out, _ = run(capsys, "--vault", str(brain_dir), "list", "--vault", str(brain_dir))
     assert code == 0 and "of 18" in out  # the same folder twice is no mistake
+
+
+def test_the_command_scripts_import_no_command_line_until_called() -> None:
+    """A reader process of a large pass runs the imports of the script that started the
+    server again: the `lore-mcp` and `lore` scripts name entry points whose module
+    brings in neither the SDK nor pydantic, so a reader stays small."""
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    scripts = project["project"]["scripts"]
+    assert scripts == {
+        "lore-mcp": "lore_mcp.console:mcp_main",
+        "lore": "lore_mcp.console:lore_main",
+    }
+    heavy = "{'mcp', 'pydantic', 'rich', 'networkx', 'lore_mcp.cli'}"
+    code = f"import sys, lore_mcp.console; print(sorted(set(sys.modules) & {heavy}))"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"
