@@ -264,7 +264,7 @@ class TextIndex:
     size."""
 
     DIRECT_READS = 64  # destinations read directly before they are worth an index
-    DIRECT_SPANS = 16  # code spans closed by a search of the text before they are
+    DIRECT_SPANS = 16  # code spans closed by a search of the text before runs are indexed
 
     def __init__(self, text: str) -> None:
         self.text = text
