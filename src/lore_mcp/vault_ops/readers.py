@@ -86,14 +86,14 @@ def _shared(
     first index of a few thousand pages, the work is shared). No future is cancelled:
     a pool that breaks must still be able to fail every one it holds."""
     ahead = AHEAD_CHUNKS * readers
-    pending: deque[tuple[int, Future[_Read]]] = deque()
+    pending: deque[Future[_Read]] = deque()  # the chunks given to a worker, in order
     here: dict[int, _Read] = {}  # chunks read by this process, until their turn
     queued = 0  # the chunks before this one are given to a worker or read here
 
     def refill() -> None:
         nonlocal queued
         while queued < len(chunks) and len(pending) < ahead:
-            pending.append((queued, pool.submit(_read_chunk, root, chunks[queued], others)))
+            pending.append(pool.submit(_read_chunk, root, chunks[queued], others))
             queued += 1
 
     for index in range(len(chunks)):
@@ -101,7 +101,7 @@ def _shared(
         if index in here:
             yield from here.pop(index)
             continue
-        _, head = pending.popleft()
+        head = pending.popleft()  # the first given to a worker is this one
         while not head.done() and queued < len(chunks) and len(here) < ahead:
             here[queued] = _read_chunk(root, chunks[queued], others)
             queued += 1
