@@ -62,6 +62,10 @@ LARGE_PASS_FILES = 20_000
 # The page cache of such a pass: at 100k pages, 16 MiB was as fast as 64 MiB or faster
 # (its B-trees are written in order, but for FTS5's merges), for 50 MB less.
 LARGE_PASS_CACHE_KIB = 16_384
+# A pass that writes this many pages or more has the search index's segments merged
+# after it, in the background (see `index.upkeep`): a search then reads one b-tree a
+# term, not the dozen or more such a pass leaves.
+MERGE_AFTER_PAGES = 1000
 
 
 VAULT_ENV = "LORE_VAULT"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager, suppress
@@ -23,7 +22,7 @@ from pathlib import Path
 
 from lore_mcp.config import BUSY_TIMEOUT_S, LARGE_PASS_CACHE_KIB
 from lore_mcp.errors import VaultBusyError
-from lore_mcp.index import repair
+from lore_mcp.index import repair, upkeep
 from lore_mcp.index.links import LinkTable
 from lore_mcp.index.pages import PageRow, PageTable
 from lore_mcp.index.schema import (
@@ -60,7 +59,7 @@ class Index:
         self.rebuilt = False
         self.busy_timeout = BUSY_TIMEOUT_S  # how long a write waits for the lock
         self.heals = 0  # how often a call found this index damaged and it was replaced
-        self._checkpoint: threading.Thread | None = None  # see `checkpoint_soon`
+        self._upkeep = upkeep.Upkeep(self._connect)  # see `upkeep_soon`
         # Inside `filling` of an index with no rows at all: every page written is new to
         # it, so that no row of it is there to replace or delete first.
         self.fresh = False
@@ -170,8 +169,7 @@ class Index:
         return str(row[0]) if row else ""
 
     def close(self) -> None:
-        if self._checkpoint is not None:
-            self._checkpoint.join()
+        self._upkeep.stop()
         self.search.close()
         self._conn.close()
 
@@ -220,29 +218,29 @@ class Index:
         """Around a write transaction that may write much of the index (a pass over the
         files): its commit does not copy the log into the database, which would hold up
         the end of the pass about as long again as writing the log did. Call
-        `checkpoint_soon` after it."""
+        `upkeep_soon` after it."""
         self._conn.execute("PRAGMA wal_autocheckpoint = 0")
         try:
             yield
         finally:
             self._conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
 
-    def checkpoint_soon(self) -> None:
-        """Copy what the log holds into the database, in a thread and on a connection of
-        its own: a passive checkpoint, which no reader or writer waits for. `close`
-        waits for it to end."""
-        if self._checkpoint is not None and self._checkpoint.is_alive():
-            return
+    def merge_later(self) -> None:
+        """Have the next `upkeep_soon` merge the search index's segments, which a pass
+        that wrote many pages leaves many of (see `upkeep`); in the caller's
+        transaction, so that the call for it is kept with what it wrote."""
+        upkeep.merge_later(self._conn)
 
-        def run() -> None:
-            try:
-                with closing(self._connect()) as conn:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            except sqlite3.Error as exc:  # the next commit's checkpoint does it then
-                log.debug("checkpoint of %s failed: %s", self.path, exc)
+    def upkeep_soon(self) -> None:
+        """In a thread and on a connection of its own: merge the search index's
+        segments if a pass called for it, then copy what the log holds into the
+        database (a passive checkpoint, which no reader or writer waits for). `close`
+        stops a merge after the slice in hand; the next start takes it up."""
+        self._upkeep.start()
 
-        self._checkpoint = threading.Thread(target=run, name="lore-checkpoint", daemon=True)
-        self._checkpoint.start()
+    def upkeep_done(self) -> None:
+        """Wait for the upkeep asked for so far to end."""
+        self._upkeep.wait()
 
     @contextmanager
     def large_cache(self) -> Iterator[None]:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lore_mcp.config import MAX_FILE_BYTES
+from lore_mcp.config import MAX_FILE_BYTES, MERGE_AFTER_PAGES
 from lore_mcp.errors import FileVanishedError, VaultError
 from lore_mcp.index import Patience, is_damage, repair
 from lore_mcp.models import SyncReport
@@ -107,8 +107,16 @@ def _index_pass(
         # Half a write of lore's own is no change made outside: not on the record.
         unfinished = vault.read_only and journal.pending(vault.root) is not None
         report = sync.sync(vault, progress=progress, outside=not unfinished, ours=finished)
-    vault.index.checkpoint_soon()
+        _merge_if_many(vault, report)
+    vault.index.upkeep_soon()
     return report
+
+
+def _merge_if_many(vault: AppState, report: SyncReport) -> None:
+    """After a pass that wrote many pages, in its transaction: have the search index's
+    segments merged (see `index.upkeep`)."""
+    if report.added + report.updated + report.removed >= MERGE_AFTER_PAGES:
+        vault.index.merge_later()
 
 
 @contextmanager
@@ -162,7 +170,8 @@ def resync(vault: AppState) -> SyncReport:
         _no_cycle_collection(),
     ):
         report = sync.sync(vault, outside=True)
-    vault.index.checkpoint_soon()
+        _merge_if_many(vault, report)
+    vault.index.upkeep_soon()
     return report
 
 

@@ -1,0 +1,132 @@
+"""The index's upkeep, in a thread and on a connection of its own: merging FTS5's
+b-trees after a pass that wrote many pages, then copying the log into the database.
+
+FTS5 writes the terms it gathers in memory to a new b-tree (a segment) whenever they
+fill its buffer, and merges segments only a few at a time: a first index of 10,000
+pages leaves 17 in the search table, 22 at 100,000, and every lookup of a term reads
+each of them (a search is about a sixth slower for it, a title search a third). A
+merge into one costs about as much as a sixth of that first index's FTS5 inserts; it
+runs in slices, each a short write transaction of FTS5's `merge` command with a
+negative page count (merge whatever segments there are, writing at most that many
+pages), so a save waits for one slice at most, and reads never wait. The pass that
+calls for it says so in a row of `meta`, written in its own transaction: a merge cut
+short by the end of the process is taken up where it stopped at the next start.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
+
+from lore_mcp.index import repair
+
+log = logging.getLogger(__name__)
+
+MERGED_TABLES = ("fts", "names_text")  # the FTS5 tables, each merged into one segment
+MERGE_SLICE_PAGES = 200  # pages a slice of the merge writes at most (about 10 ms of work)
+_MERGE_KEY = "merge"  # the row of `meta` there while a merge is to be done
+_BUSY_SLICE_MS = 250  # a slice waits this long for the write lock, then looks up again
+
+
+def merge_later(conn: sqlite3.Connection) -> None:
+    """Call for a merge, in the caller's transaction (see the module's docstring)."""
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '')", (_MERGE_KEY,))
+
+
+def merge_pending(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT 1 FROM meta WHERE key = ?", (_MERGE_KEY,)).fetchone()
+    return row is not None
+
+
+class Upkeep:
+    """The thread that does the upkeep: one at a time, started again when more is
+    asked of it while it runs, and stopped (after the slice in hand) by `stop`."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._connect = connect
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._wanted = False
+        self._stopping = threading.Event()
+
+    def start(self) -> None:
+        """Merge, if a pass called for it, then checkpoint the log: a passive
+        checkpoint, which no reader or writer waits for."""
+        with self._lock:
+            self._wanted = True
+            self._stopping.clear()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="lore-upkeep", daemon=True)
+                self._thread.start()
+
+    def stop(self) -> None:
+        """Leave the rest of a merge to the next start; wait for the thread to end."""
+        self._stopping.set()
+        self.wait()
+
+    def wait(self) -> None:
+        """Wait for what was asked of the thread to be done."""
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._wanted:
+                    self._thread = None
+                    return
+                self._wanted = False
+            try:
+                with closing(self._connect()) as conn:
+                    conn.execute(f"PRAGMA busy_timeout = {_BUSY_SLICE_MS}")
+                    if merge_pending(conn):
+                        self._merge(conn)
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error as exc:  # the next start's upkeep, or commit, does it then
+                log.debug("upkeep of the index failed: %s", exc)
+
+    def _merge(self, conn: sqlite3.Connection) -> None:
+        for table in MERGED_TABLES:
+            while True:
+                if self._stopping.is_set():
+                    return
+                worked = self._slice(conn, table)
+                if worked is False:
+                    break
+        with _transaction(conn):
+            conn.execute("DELETE FROM meta WHERE key = ?", (_MERGE_KEY,))
+        log.info("merged the search index's segments")
+
+    def _slice(self, conn: sqlite3.Connection, table: str) -> bool | None:
+        """One slice of the merge of `table`: whether it found segments to merge (FTS5
+        changes at least two rows when it does), or None when the write lock was busy."""
+        try:
+            with _transaction(conn):
+                before = conn.total_changes
+                conn.execute(
+                    f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)",
+                    (-MERGE_SLICE_PAGES,),
+                )
+                return conn.total_changes - before >= 2
+        except sqlite3.OperationalError as exc:
+            if not repair.is_busy(exc):
+                raise
+            return None
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """`BEGIN IMMEDIATE` ... `COMMIT`, rolled back on a failure."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
