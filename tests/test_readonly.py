@@ -13,7 +13,7 @@ from mcp import Client, StdioServerParameters
 from conftest import write
 from helpers import call, environment, text
 from lore_mcp import vault_ops as engine
-from lore_mcp.cli import build_parser
+from lore_mcp.cli_parser import build_parser
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from lore_mcp.errors import VaultError
 from lore_mcp.server import build_server

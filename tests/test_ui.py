@@ -238,7 +238,7 @@ def test_a_change_shows_its_diff_and_versions(brain: AppState, ui: TestClient) -
 
 
 def test_lore_ui_is_a_command(brain_dir: Path) -> None:
-    from lore_mcp.cli import build_parser
+    from lore_mcp.cli_parser import build_parser
 
     args = build_parser().parse_args(["--vault", str(brain_dir), "ui", "--port", "0", "--open"])
     assert (args.command, args.port, args.open, args.read_only) == ("ui", 0, True, False)
