@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from conftest import write
-from lore_mcp import commands
+from lore_mcp import cli_io
 from lore_mcp.cli import main, mcp_main
 
 Run = tuple[int, str, str]
@@ -122,11 +122,11 @@ def test_index_summarises(capsys: pytest.CaptureFixture[str], brain_dir: Path) -
 def test_progress_bar_draws_on_a_terminal() -> None:
     screen = io.StringIO()
     console = Console(file=screen, force_terminal=True, width=80)
-    with commands.progress_bar(console) as report:
+    with cli_io.progress_bar(console) as report:
         for done in range(1, 4):
             report(done, 3)
     assert "3/3" in screen.getvalue()
-    with commands.progress_bar(Console(file=io.StringIO())):
+    with cli_io.progress_bar(Console(file=io.StringIO())):
         pass  # nothing to parse: no bar at all
 
 
@@ -349,10 +349,10 @@ def test_doctor_puts_the_verdict_first_and_caps_each_list(
 
 
 def test_progress_says_how_long_so_far_and_about_how_long_is_left() -> None:
-    assert commands.progress_line(5, 20, 10.0) == (
+    assert cli_io.progress_line(5, 20, 10.0) == (
         "indexed 5 of 20 changed files in 10 s, about 30 s left"
     )
-    assert commands.progress_line(20, 20, 75.4) == "indexed 20 of 20 changed files in 1 min 15 s"
+    assert cli_io.progress_line(20, 20, 75.4) == "indexed 20 of 20 changed files in 1 min 15 s"
 
 
 def test_doctor_finds_errors(capsys: pytest.CaptureFixture[str], brain_dir: Path) -> None:

@@ -1,39 +1,24 @@
 """Running one `lore` command other than `serve`: open the vault (bringing its index up
 to date), call one engine operation, and print the result: tables on a terminal, the
 same as plain text when piped, one JSON document with `--json`. Errors go to stderr.
+(Reading stdin and printing are in `cli_io`.)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from lore_mcp import __version__, audit, display, display_doctor
+from lore_mcp import __version__, audit, cli_io
 from lore_mcp import vault_ops as engine
 from lore_mcp.errors import InvalidArgumentError, UsageError, VaultError
-from lore_mcp.models import DoctorReport, PageView
+from lore_mcp.models import DoctorReport
 from lore_mcp.vaults import VaultSpec
 
 WRITES = frozenset({"save", "append", "prepend", "edit", "rename", "delete", "restore"})
@@ -44,9 +29,9 @@ CLI_DOOR = audit.Door("cli", client_name="lore", client_version=__version__)
 def run(args: argparse.Namespace, vault: Path) -> bool:
     """Run the command `args` names on the vault at `vault`, logging to stderr; whether
     it succeeded (`lore doctor` fails on errors, or warnings with --strict)."""
-    with _logging_to_stderr(args.log_level or "WARNING"):
+    with cli_io.logging_to_stderr(args.log_level or "WARNING"):
         result = _result(args, vault)
-    _print(result, args.json, every_row=getattr(args, "all", False))
+    cli_io.print_result(result, args.json, every_row=getattr(args, "all", False))
     if isinstance(result, DoctorReport):
         return not (result.errors or (args.strict and result.warnings))
     return True
@@ -57,8 +42,8 @@ def run_ui(args: argparse.Namespace, vault: Path) -> None:
     loopback address until Ctrl-C."""
     from lore_mcp import ui
 
-    with _logging_to_stderr(args.log_level or "WARNING"):
-        with _progress(always=False) as progress:
+    with cli_io.logging_to_stderr(args.log_level or "WARNING"):
+        with cli_io.progress(always=False) as progress:
             opened = engine.open_vault(
                 vault, read_only=args.read_only, progress=progress, readers=readers()
             )
@@ -126,8 +111,8 @@ def _ignore_cache(gitignore: Path) -> None:
         gitignore.write_text(f"{text}{ending}{GITIGNORE_LINE}\n", encoding="utf-8")
 
 
-def _result(args: argparse.Namespace, vault: Path) -> BaseModel | _Source | _Text:
-    content = _stdin_text(args.command) if args.command in STDIN_WRITES else None
+def _result(args: argparse.Namespace, vault: Path) -> BaseModel | cli_io.Source | cli_io.Text:
+    content = cli_io.stdin_text(args.command) if args.command in STDIN_WRITES else None
     if args.command == "log":
         since = None if args.since is None else _since(args.since)
         return audit.read_log(vault.expanduser(), since, args.slug, args.limit)
@@ -137,11 +122,11 @@ def _result(args: argparse.Namespace, vault: Path) -> BaseModel | _Source | _Tex
         opened = engine.open_vault(vault, scan=False, readers=readers())
 
         try:
-            with _progress(always=True) as progress:
+            with cli_io.progress(always=True) as progress:
                 return engine.index_vault(opened, progress)
         finally:
             opened.close()
-    with _progress(always=False) as progress:
+    with cli_io.progress(always=False) as progress:
         opened = engine.open_vault(
             vault, read_only=args.command not in WRITES, progress=progress, readers=readers()
         )
@@ -167,7 +152,7 @@ def list_vaults(specs: list[VaultSpec], config: Path, *, as_json: bool) -> None:
             }
             for number, (spec, count) in enumerate(zip(specs, counts, strict=True))
         ]
-        _write(json.dumps({"config": str(config), "vaults": rows}, indent=2) + "\n")
+        cli_io.write(json.dumps({"config": str(config), "vaults": rows}, indent=2) + "\n")
         return
     width = max(len(spec.name) for spec in specs)
     for number, (spec, count) in enumerate(zip(specs, counts, strict=True)):
@@ -176,8 +161,8 @@ def list_vaults(specs: list[VaultSpec], config: Path, *, as_json: bool) -> None:
         marks += [] if spec.root.is_dir() else ["missing"]
         pages = "not indexed" if count is None else f"{count} pages"
         extra = f" ({', '.join(marks)})" if marks else ""
-        _write(f"{spec.name:<{width}}  {spec.root}  {pages}{extra}\n")
-    _write(f"config file: {config}{'' if config.is_file() else ' (none)'}\n")
+        cli_io.write(f"{spec.name:<{width}}  {spec.root}  {pages}{extra}\n")
+    cli_io.write(f"config file: {config}{'' if config.is_file() else ' (none)'}\n")
 
 
 def readers() -> int:
@@ -194,35 +179,20 @@ def _since(text: str) -> datetime:
         raise UsageError(str(exc)) from None
 
 
-@dataclass(frozen=True, slots=True)
-class _Source:
-    """What `lore read` prints: the page's file as it is (the page as read with --json)."""
-
-    page: PageView
-    data: bytes | None
-
-
-@dataclass(frozen=True, slots=True)
-class _Text:
-    """Output that is already text in its own format (`lore graph --format`)."""
-
-    text: str
-
-
 def _call(
     vault: engine.AppState, args: argparse.Namespace, content: str | None
-) -> BaseModel | _Source | _Text:
+) -> BaseModel | cli_io.Source | cli_io.Text:
     """The one engine operation the command names."""
     match args.command:
         case "graph" if args.format is not None:
             from lore_mcp import graph_formats
 
             exported = engine.export_graph(vault, args.name, args.depth)
-            return _Text(graph_formats.write(exported, args.format))
+            return cli_io.Text(graph_formats.write(exported, args.format))
         case "read" if args.version is not None:
-            return _Source(*engine.version_source(vault, args.name, args.version))
+            return cli_io.Source(*engine.version_source(vault, args.name, args.version))
         case "read":
-            return _Source(*engine.read_source(vault, args.name))
+            return cli_io.Source(*engine.read_source(vault, args.name))
         case "search":
             return engine.search(vault, args.query, args.limit)
         case "titles":
@@ -260,170 +230,3 @@ def _call(
         case "doctor":
             return engine.doctor(vault)
     raise AssertionError(f"unhandled command {args.command!r}")
-
-
-# -- input and output -------------------------------------------------------------------
-
-
-def _stdin_text(command: str) -> str:
-    """The page content piped in, exactly as sent (no newline translation)."""
-    if sys.stdin is None:
-        raise InvalidArgumentError(f"lore {command} reads from stdin, and there is none.")
-    if sys.stdin.isatty():
-        print("lore: reading the page from stdin; end it with Ctrl-D", file=sys.stderr)
-    data: bytes = sys.stdin.buffer.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidArgumentError(
-            f"The content on stdin is not valid UTF-8 (byte {exc.start}); send UTF-8 text."
-        ) from None
-
-
-def _write(text: str) -> None:
-    """Text to stdout as UTF-8 bytes, whatever the locale, with no newline translation."""
-    _write_bytes(text.encode("utf-8"))
-
-
-def _write_bytes(data: bytes) -> None:
-    sys.stdout.flush()
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
-
-
-def _print(result: BaseModel | _Source | _Text, as_json: bool, every_row: bool = False) -> None:
-    if isinstance(result, _Text):
-        _write(result.text)
-    elif isinstance(result, _Source):
-        if as_json:
-            _write(result.page.model_dump_json(indent=2) + "\n")
-        else:
-            _write_bytes(result.data or b"")
-            _page_notes(result.page)
-    elif as_json:
-        _write(result.model_dump_json(indent=2) + "\n")
-    else:
-        draw: display.Draw = (
-            partial(display_doctor.show, result, rows=None if every_row else display_doctor.ROWS)
-            if isinstance(result, DoctorReport)
-            else partial(display.show, result)
-        )
-        if sys.stdout.isatty():
-            display.on_terminal(draw, sys.stdout)
-        else:
-            _write(display.plain_text(draw))
-
-
-def _page_notes(page: PageView) -> None:
-    """What `lore read` cannot put on stdout without breaking the round trip."""
-    if (kept := page.version) is not None:
-        print(
-            f"lore: version {kept.number} of {page.kept_versions} of {page.path}, kept "
-            f"{kept.time} when {kept.tool} ({kept.door}) replaced it.",
-            file=sys.stderr,
-        )
-    if page.is_placeholder:
-        sources = ", ".join(b.slug for b in page.backlinks) or "nothing"
-        print(
-            f"lore: {page.slug} is a placeholder (no file yet), linked from {sources}.",
-            file=sys.stderr,
-        )
-    if page.alternatives:
-        print(f"lore: the name also matches {', '.join(page.alternatives)}.", file=sys.stderr)
-    if page.encoding_errors:
-        print(
-            f"lore: {page.path} is not valid UTF-8; its bytes were printed as they are. "
-            "`lore save` takes UTF-8 only; append, prepend, edit and --section refuse it.",
-            file=sys.stderr,
-        )
-
-
-@contextmanager
-def progress_bar(
-    console: Console | None = None, transient: bool = False
-) -> Iterator[Callable[[int, int], None]]:
-    """A progress callback `(done, total)` drawing a bar on stderr; the bar appears on
-    the first call, so a pass with nothing to parse shows nothing."""
-    bar = Progress(
-        TextColumn("indexing"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("files"),
-        TimeElapsedColumn(),
-        TextColumn("left"),
-        TimeRemainingColumn(),
-        console=console or Console(stderr=True),
-        transient=transient,
-    )
-    task: TaskID | None = None
-
-    def report(done: int, total: int) -> None:
-        nonlocal task
-        if task is None:
-            bar.start()
-            task = bar.add_task("indexing", total=total)
-        bar.update(task, completed=done, total=total)
-
-    try:
-        yield report
-    finally:
-        if task is not None:
-            bar.stop()
-
-
-def progress_line(done: int, total: int, elapsed: float) -> str:
-    """An index pass's progress as words: how far, how long so far, about how long left."""
-    line = f"indexed {done} of {total} changed files in {_duration(elapsed)}"
-    if 0 < done < total and elapsed >= 1:
-        line += f", about {_duration(elapsed * (total - done) / done)} left"
-    return line
-
-
-def _duration(seconds: float) -> str:
-    whole = round(seconds)
-    return f"{whole // 60} min {whole % 60:02d} s" if whole >= 60 else f"{whole} s"
-
-
-class _PlainProgress:
-    """Progress as a line on stderr at most once a second, and when done: how far, how
-    long so far, and about how long is left."""
-
-    def __init__(self, interval: float = 1.0) -> None:
-        self._interval = interval
-        self._started = time.monotonic()
-        self._next = self._started + interval
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done == total or now >= self._next:
-            print(
-                f"lore: {progress_line(done, total, now - self._started)}",
-                file=sys.stderr,
-                flush=True,
-            )
-            self._next = now + self._interval
-
-
-@contextmanager
-def _progress(always: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A bar on a terminal; plain lines elsewhere when `always`, else nothing."""
-    if sys.stderr.isatty():
-        with progress_bar(transient=not always) as report:
-            yield report
-    else:
-        yield _PlainProgress() if always else None
-
-
-@contextmanager
-def _logging_to_stderr(level: str) -> Iterator[None]:
-    logger = logging.getLogger("lore_mcp")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("lore: %(levelname)s: %(message)s"))
-    previous = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(level)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(previous)
