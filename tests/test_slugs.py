@@ -7,14 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lore_mcp.errors import InvalidNameError, UnsafePathError
+from lore_mcp.pagesets import CLOSE_CUTOFF, PageSet, Resolution, resolve
 from lore_mcp.slugs import (
-    CLOSE_CUTOFF,
     Key,
-    PageSet,
-    Resolution,
     new_file_path,
     parse_name,
-    resolve,
     slug_from_path,
     slugify,
     suffixes,

@@ -38,7 +38,7 @@ _COLUMNS = "source, target, line, context, key, exact, fold, resolved, ambiguous
 class LinkRow(NamedTuple):
     """A link as stored: the page it is written in (its path), its target as written,
     its line and that line's text, the target's key (see `slugs.Key`), and where it
-    resolves, with how (see `slugs.Resolution`)."""
+    resolves, with how (see `pagesets.Resolution`)."""
 
     source: str
     target: str

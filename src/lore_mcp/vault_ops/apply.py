@@ -16,7 +16,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from lore_mcp.index import LinkRow, PageRow
-from lore_mcp.slugs import Key, forget_cached, path_key, resolve, slug_from_path, suffixes
+from lore_mcp.pagesets import resolve
+from lore_mcp.slugs import Key, forget_cached, path_key, slug_from_path, suffixes
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.pagefile import Parsed, link_key
 

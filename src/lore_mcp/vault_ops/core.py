@@ -16,7 +16,8 @@ from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR, MAX_CONTENT_BYTES
 from lore_mcp.errors import VaultError
 from lore_mcp.graph import LinkGraph
 from lore_mcp.index import Index, last_page_count
-from lore_mcp.slugs import Aliases, PageSet, PlaceholderSet, slug_from_path
+from lore_mcp.pagesets import Aliases, PageSet, PlaceholderSet
+from lore_mcp.slugs import slug_from_path
 from lore_mcp.vault_ops.ignore import Ignores
 from lore_mcp.vault_ops.pagefile import OtherFiles, content_hash
 

@@ -34,13 +34,13 @@ from lore_mcp.errors import (
     LooseNameError,
     PageNotFoundError,
 )
+from lore_mcp.pagesets import pick
 from lore_mcp.slugs import (
     Name,
     file_name,
     new_file_path,
     parse_name,
     path_key,
-    pick,
     strip_md,
 )
 from lore_mcp.vault_ops.core import AppState

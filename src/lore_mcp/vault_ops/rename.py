@@ -24,14 +24,12 @@ from typing import NamedTuple
 from lore_mcp import audit, links
 from lore_mcp.errors import FileVanishedError, InvalidArgumentError, PageExistsError
 from lore_mcp.models import RenameResult, RetargetedLink
+from lore_mcp.pagesets import PageSet, Resolution, resolve
 from lore_mcp.slugs import (
-    PageSet,
-    Resolution,
     new_file_path,
     parent,
     parse_name,
     path_key,
-    resolve,
     slug_from_path,
     suffixes,
     target_key,
