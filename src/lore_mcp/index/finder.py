@@ -2,11 +2,11 @@
 (FTS5's bm25() with column weights, `ORDER BY rank LIMIT`); Python orders a bounded few
 dozen of them and makes snippets only for the hits it returns.
 
-1. The query's terms (`terms.parse`), each word looked for in its English inflections
-   (`stems`) and its German, French or Spanish stems (`languages`) that the vault
-   holds. A page matches when it holds any term that is not a stopword (stopwords
-   decide only when the query has nothing else); the last word also matches as the
-   start of longer words when few pages hold it as a word.
+1. The query's terms (`terms.parse`) as the index holds them (`resolving`): each word
+   looked for in its English inflections (`stems`) and its German, French or Spanish
+   stems (`languages`) that the vault holds. A page matches when it holds any term
+   that is not a stopword (stopwords decide only when the query has nothing else); the
+   last word also matches as the start of longer words when few pages hold it as a word.
 2. How many pages hold each term, counted up to `Limits.exact_count`.
 3. Candidates, each a statement that returns at most `Limits.candidates` rows: the
    best pages holding every term (when some terms are rare, ranked by those alone:
@@ -26,12 +26,12 @@ dozen of them and makes snippets only for the hits it returns.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 from lore_mcp.index import ranking, rescore, snippets, terms
 from lore_mcp.index.languages import query_languages
+from lore_mcp.index.resolving import NAME_WORD, Resolved, Terms, any_of, names_hold
 from lore_mcp.index.search import SearchRow, SearchTable
 from lore_mcp.index.stems import Stemmer
 
@@ -50,41 +50,6 @@ class Limits:
     rescored: int = 30  # the best candidates weighed again on their own text (`rescore`)
 
 
-MAX_FORMS = 4  # inflections of a word looked for
-MAX_STEMS = 3  # stems of a word, in the other languages, looked for
-_STEMS = "stems : "  # a column filter for the stems
-COMPLETION_PAGES = 10  # pages whose words tell what the last word may be the start of
-COMPLETIONS = 8  # words the last word may be the start of
-SNIPPET_REACH = 600  # characters of text a snippet is chosen from past the words found
-
-
-@dataclass(slots=True)
-class _Resolved:
-    """A query term as the index holds it."""
-
-    term: terms.Term
-    forms: list[str]  # FTS5 strings of one phrase each; none for a symbol word
-    pages: int  # pages holding it, counted up to `Limits.exact_count`
-    exact: bool  # the count is the whole count
-
-    @property
-    def key(self) -> str:
-        return self.term.key
-
-    @property
-    def match(self) -> str | None:
-        if not self.forms:
-            return None
-        return self.forms[0] if len(self.forms) == 1 else "(" + " OR ".join(self.forms) + ")"
-
-    @property
-    def name_match(self) -> str:
-        """What finds it in the names column: its forms but the stems (a column filter
-        within a column filter finds nothing)."""
-        forms = [f for f in self.forms if not f.startswith(_STEMS)]
-        return forms[0] if len(forms) == 1 else "(" + " OR ".join(forms) + ")"
-
-
 def search(
     table: SearchTable,
     stemmer: Stemmer,
@@ -101,9 +66,9 @@ def search(
     found.total = pages
     wanted = [t for t in query.terms if not t.stop]
     deciding = (
-        found.resolve(wanted, query.prefix, limit)
+        found.terms.resolve(wanted, query.prefix, limit)
         if wanted
-        else found.resolve(list(query.terms), None, limit)
+        else found.terms.resolve(list(query.terms), None, limit)
     )
     if not deciding or limit <= 0:
         return []
@@ -119,85 +84,17 @@ class _Finder:
         self.table = table
         self.limits = limits
         self.stemmer = stemmer
-        self.languages = languages
+        self.terms = Terms(table, stemmer, languages, limits.exact_count)
         self.found: dict[int, ranking.Candidate] = {}
         self.total = 0  # pages in the vault
         self.weights: dict[str, float] = {}  # each term's share of the query's weight
         self.holding: dict[int, set[str]] = {}  # the terms a candidate is known to hold
-        self.held: set[str] = set()  # the inflections and stems of its words the vault holds
         self.texts: dict[int, tuple[str, str, str]] = {}  # (names, headings, body) of each
         self.folded: dict[int, str] = {}  # the bodies of the best ones, folded
-        self.counts: dict[tuple[str, int], int] = {}  # pages matching, up to a cap
-
-    # -- terms ------------------------------------------------------------------------
-
-    def resolve(
-        self, wanted: list[terms.Term], prefix: terms.Term | None, limit: int
-    ) -> list[_Resolved]:
-        """The terms the vault holds. The last word also stands for the longer words it
-        starts when fewer than `limit` pages hold it as a word (it is being typed)."""
-        words = [t for t in wanted if t.key.startswith("w:")]
-        asked = [f for t in words for forms in self._others(t) for f in forms]
-        self.held = self.table.held(list(dict.fromkeys(asked)))
-        kept = [r for r in map(self._resolve, wanted) if r.pages]
-        key = None if prefix is None else f"w:{prefix.words[0]}"
-        term = next((t for t in wanted if t.key == key), None)
-        if prefix is None or term is None:
-            return kept
-        if any(r.key == key and r.pages >= limit for r in kept):
-            return kept
-        extended = self._resolve(term, self._completions(prefix))
-        kept = [r for r in kept if r.key != key]
-        return [*kept, extended] if extended.pages else kept
-
-    def _completions(self, prefix: terms.Term) -> list[str]:
-        """The words a prefix starts in the vault, as FTS5 strings: those of the first
-        pages holding any (a prefix merges the lists of every word it starts, on every
-        use, at a cost that grows with their pages)."""
-        assert prefix.fts is not None
-        words = self.table.completions(prefix.fts, COMPLETION_PAGES)
-        return [terms.quote(w) for w in words if w != prefix.words[0]][:COMPLETIONS]
-
-    def _resolve(self, term: terms.Term, completions: Sequence[str] = ()) -> _Resolved:
-        table, cap = self.table, self.limits.exact_count
-        if term.symbol is not None:
-            count = len(table.symbol_pages(term.symbol, cap))
-            return _Resolved(term, [], count, count < cap)
-        assert term.fts is not None
-        forms = [term.fts]
-        if term.key.startswith("w:"):
-            others, stems = self._others(term)
-            forms += [f for f in others if f in self.held][: MAX_FORMS - 1]
-            forms += [f for f in stems if f in self.held]
-        forms += [f for f in completions if f not in forms]
-        resolved = _Resolved(term, forms, 0, True)
-        assert resolved.match is not None
-        count = self._count(resolved.match, cap)
-        resolved.pages, resolved.exact = count, count < cap
-        return resolved
-
-    def _count(self, match: str, cap: int) -> int:
-        """How many pages match, counted up to `cap`, each statement once a search."""
-        count = self.counts.get((match, cap))
-        if count is None:
-            count = self.counts[match, cap] = self.table.count(match, cap)
-        return count
-
-    def _others(self, term: terms.Term) -> tuple[list[str], list[str]]:
-        """A word's other inflections and its stems in the other languages, as FTS5
-        strings, of which the vault may hold some (`held`)."""
-        word = term.words[0]
-        others = [terms.quote(f) for f in self.stemmer.forms(word)[1:]]
-        stems = [f"{_STEMS}{terms.quote(lang + s)}" for lang, s in self._stems(word)]
-        return others, stems
-
-    def _stems(self, word: str) -> list[tuple[str, str]]:
-        """A word's stems in the other languages (the query's, or all of them)."""
-        return self.table.stems.of_word(word, self.languages)[:MAX_STEMS]
 
     # -- candidates -------------------------------------------------------------------
 
-    def gather(self, deciding: list[_Resolved], limit: int) -> None:
+    def gather(self, deciding: list[Resolved], limit: int) -> None:
         """The candidates, from a few ranked statements (see the module's docstring)."""
         wanted = max(self.limits.candidates, 3 * limit)
         text = [r for r in deciding if r.match]
@@ -207,14 +104,14 @@ class _Finder:
             if rare and len(rare) < len(text):
                 # Ranked by the rare terms alone: bm25() of a statement counts the pages
                 # holding each of its terms first, a pass over most pages for common ones.
-                ranked = self.table.ranked(_any(rare), self.limits.rare_pages)
+                ranked = self.table.ranked(any_of(rare), self.limits.rare_pages)
                 holders = self.table.matching_among(every, sorted(p for p, _ in ranked))
                 self._note([row for row in ranked if row[0] in holders][:wanted], holds_all=True)
                 self._note(ranked[:wanted])
             else:
                 self._note(self._ranked(every, text, wanted), holds_all=True)
             if len(text) > 1 and len(self.found) < wanted:  # else they fill the hits
-                self._note(self._ranked(_any(text), text, wanted, every=False))
+                self._note(self._ranked(any_of(text), text, wanted, every=False))
             self._names(" OR ".join(r.name_match for r in text))
         for resolved in deciding:
             if resolved.term.symbol is not None:
@@ -223,9 +120,9 @@ class _Finder:
             for candidate in self.found.values():
                 candidate.holds_all = True
 
-    def _rare(self, text: list[_Resolved]) -> list[_Resolved]:
+    def _rare(self, text: list[Resolved]) -> list[Resolved]:
         """The rarest terms, whose pages together are few enough to rank in full."""
-        rare: list[_Resolved] = []
+        rare: list[Resolved] = []
         budget = self.limits.rare_pages
         for resolved in sorted(text, key=lambda r: r.pages):
             if not resolved.exact or resolved.pages > budget:
@@ -235,7 +132,7 @@ class _Finder:
         return rare
 
     def _ranked(
-        self, match: str, held: list[_Resolved], wanted: int, every: bool = True
+        self, match: str, held: list[Resolved], wanted: int, every: bool = True
     ) -> list[tuple[int, float]]:
         """The best pages for `match`, pages holding `every` term or any: of all of
         them when there are few enough (one term is rare, or all are), else of the
@@ -246,7 +143,7 @@ class _Finder:
         rare = [r.exact and r.pages <= self.limits.rare_pages for r in held]
         if any(rare) if every else sum(r.pages for r in held) <= self.limits.rare_pages:
             return self.table.ranked(match, wanted)
-        count = self._count(match, self.limits.window)
+        count = self.terms.count(match, self.limits.window)
         if count >= self.limits.window:
             return [(page, 0.0) for page in self.table.first(match, wanted)]
         return self.table.ranked(match, wanted)
@@ -267,14 +164,14 @@ class _Finder:
     def _names(self, match: str) -> None:
         """The pages named by a term (their title or aliases hold it), the best first."""
         named = f"names : {match}"
-        count = self._count(named, self.limits.window)
+        count = self.terms.count(named, self.limits.window)
         if count >= self.limits.window:  # a word in too many names to rank them all
             rows = [(page, 0.0) for page in self.table.first(named, self.limits.names)]
         else:
             rows = self.table.ranked(named, self.limits.names)
         self._note(rows)
 
-    def _symbol(self, resolved: _Resolved, wanted: int) -> None:
+    def _symbol(self, resolved: Resolved, wanted: int) -> None:
         """The pages holding a symbol word: those named by it, then those holding it
         most."""
         symbol = resolved.term.symbol or ""
@@ -287,7 +184,7 @@ class _Finder:
     # -- order --------------------------------------------------------------------------
 
     def order(
-        self, deciding: list[_Resolved], query: terms.Query, limit: int
+        self, deciding: list[Resolved], query: terms.Query, limit: int
     ) -> list[tuple[int, float]]:
         """The candidates, best first, with their scores."""
         found = self.found
@@ -298,9 +195,9 @@ class _Finder:
         for page, (text, _, _) in self.texts.items():
             candidate = found[page]
             folded = terms.fold(text)
-            words = _NAME_WORD.findall(folded)
+            words = NAME_WORD.findall(folded)
             candidate.named = sum(
-                self.weights[r.key] for r, s in starts if _names_hold(r, s, text, folded, words)
+                self.weights[r.key] for r, s in starts if names_hold(r, s, text, folded, words)
             )
             lines = folded.split("\n")
             candidate.exact_name = any(" ".join(n.split()) == query.folded for n in lines)
@@ -311,7 +208,7 @@ class _Finder:
         self._rescore(deciding, query, [page for page, _ in order[: self.limits.rescored]])
         return ranking.ranked(found, len(deciding))
 
-    def _rescore(self, deciding: list[_Resolved], query: terms.Query, best: list[int]) -> None:
+    def _rescore(self, deciding: list[Resolved], query: terms.Query, best: list[int]) -> None:
         """The best candidates weighed again on their own text (`rescore`): their
         relevance, and the query's phrases they hold; the others' relevance is gone
         (they were not weighed alike)."""
@@ -336,7 +233,7 @@ class _Finder:
             for page, (_, body) in folded.items():
                 self.found[page].bonus = rescore.phrases_held(body, patterns)
 
-    def _held(self, page: int, deciding: list[_Resolved]) -> set[str]:
+    def _held(self, page: int, deciding: list[Resolved]) -> set[str]:
         if self.found[page].holds_all:
             return {r.key for r in deciding}
         return self.holding.get(page, set())
@@ -344,18 +241,18 @@ class _Finder:
     def _starts(self, words: Sequence[str]) -> list[str]:
         return [w if terms.is_cjk(w[:1]) else _word_start(w, self.stemmer) for w in words if w]
 
-    def _weighed(self, resolved: _Resolved, idf: float) -> rescore.Weighed:
+    def _weighed(self, resolved: Resolved, idf: float) -> rescore.Weighed:
         """How `rescore` finds a term in folded text: a word by its starts, or its stems
         in the other languages; several words as a phrase."""
         starts = self._starts(resolved.term.words)
         if len(starts) > 1:
             return rescore.Weighed(resolved.key, idf, phrase=rescore.pattern([starts]))
         if resolved.key.startswith("w:"):
-            stems = self.table.stems.of_word(resolved.term.words[0], self.languages)
-            starts += [terms.fold(s) for _, s in stems[:MAX_STEMS]]
+            stems = self.terms.stems(resolved.term.words[0])
+            starts += [terms.fold(s) for _, s in stems]
         return rescore.Weighed(resolved.key, idf, tuple(dict.fromkeys(starts)))
 
-    def _holding(self, deciding: list[_Resolved], ids: list[int], named: Container[int]) -> None:
+    def _holding(self, deciding: list[Resolved], ids: list[int], named: Container[int]) -> None:
         """Which candidates hold every term. The pages holding every text term are
         found by their own statement; those also need the symbol words, looked up. Of
         the others, only those that may rank first by their names or a symbol word are
@@ -384,14 +281,14 @@ class _Finder:
         for page in held:
             self.found[page].holds_all = True
 
-    def _weights(self, deciding: list[_Resolved]) -> dict[str, float]:
+    def _weights(self, deciding: list[Resolved]) -> dict[str, float]:
         """Each term's share of the query's weight: its IDF over the sum of them."""
         total = max(self.total, *(r.pages for r in deciding))
         weights = {r.key: ranking.idf(total, r.pages) for r in deciding}
         whole = sum(weights.values()) or 1.0
         return {key: weight / whole for key, weight in weights.items()}
 
-    def _coverage(self, deciding: list[_Resolved], ids: list[int]) -> None:
+    def _coverage(self, deciding: list[Resolved], ids: list[int]) -> None:
         """For the candidates holding only some terms, when they are needed to fill
         the hits: the share of the query's weight (each term's IDF) they hold, looked
         up a statement a term."""
@@ -413,7 +310,7 @@ class _Finder:
     def rows(
         self,
         order: list[tuple[int, float]],
-        deciding: list[_Resolved],
+        deciding: list[Resolved],
         query: terms.Query,
         limit: int,
     ) -> list[SearchRow]:
@@ -447,7 +344,7 @@ class _Finder:
         text = self.texts.get(page)
         return self.table.body(page) if text is None else text[2]
 
-    def _marking(self, deciding: list[_Resolved], query: terms.Query) -> list[str]:
+    def _marking(self, deciding: list[Resolved], query: terms.Query) -> list[str]:
         """What a snippet marks: the starts of the query's words in any inflection,
         the forms the vault holds, their stems in the other languages, and a run of
         Chinese or Japanese whole (its parts overlap)."""
@@ -456,13 +353,13 @@ class _Finder:
             if not resolved.match:
                 continue
             words += [*resolved.term.words, *self._starts(resolved.term.words)]
-            words += _plain_forms(resolved)
+            words += resolved.plain_forms
             if resolved.key.startswith("w:"):
-                stems = self.table.stems.of_word(resolved.term.words[0], self.languages)
-                words += [terms.fold(s) for _, s in stems[:MAX_STEMS]]
+                stems = self.terms.stems(resolved.term.words[0])
+                words += [terms.fold(s) for _, s in stems]
         return list(dict.fromkeys(words))
 
-    def _snippet(self, page: int, marking: list[str], deciding: list[_Resolved]) -> str:
+    def _snippet(self, page: int, marking: list[str], deciding: list[Resolved]) -> str:
         """The page's passage with the most of the query's words (`snippets`), marked,
         chosen from the text up to a little past where each word is first found."""
         body = self._body(page)
@@ -470,58 +367,14 @@ class _Finder:
         if folded is None or len(folded) != len(body):
             folded = terms.fold(body)
         if len(folded) == len(body):  # what is marked is where it was found
-            cut = _reach(folded, marking)
+            cut = snippets.reach(folded, marking)
             body, folded = body[:cut], folded[:cut]
         marked = snippets.mark(body, marking, folded if len(folded) == len(body) else None)
         for resolved in deciding:
             if resolved.term.symbol is not None:
-                marked = _mark_symbol(marked, resolved.term.symbol)
+                marked = snippets.mark_symbol(marked, resolved.term.symbol)
         return snippets.passage(marked)
-
-
-def _reach(folded: str, words: Sequence[str]) -> int:
-    """Where a snippet's text ends: `SNIPPET_REACH` characters past where the last of
-    these words is first found (the whole text when none is found), where the
-    passage holding the most of them nearly always is, at a cost that does not grow
-    with the page."""
-    firsts = [at for at in (folded.find(w) for w in words) if at >= 0]
-    return max(firsts) + SNIPPET_REACH if firsts else len(folded)
-
-
-def _any(resolved: Sequence[_Resolved]) -> str:
-    return " OR ".join(r.match or "" for r in resolved)
-
-
-def _names_hold(
-    resolved: _Resolved, starts: list[str], names: str, folded: str, tokens: list[str]
-) -> bool:
-    """Whether a page's names (title and aliases; `folded`, and the words of that) hold
-    a term: each of its words as the start of a word of theirs, about as the tokenizer
-    would find it."""
-    if not names or not starts:
-        return False
-    if resolved.term.symbol is not None:
-        return resolved.term.symbol in names.lower()
-    for start in starts:
-        if terms.is_cjk(start[:1]):
-            if start not in folded:
-                return False
-        elif not any(t.startswith(start) for t in tokens):
-            return False
-    return True
-
-
-_NAME_WORD = re.compile(r"[^\W_]+")
 
 
 def _word_start(word: str, stemmer: Stemmer) -> str:
     return rescore.word_start(word, stemmer.forms(word))
-
-
-def _plain_forms(resolved: _Resolved) -> list[str]:
-    return [terms.fold(f.strip('"*')) for f in resolved.forms if f.startswith('"')]
-
-
-def _mark_symbol(text: str, symbol: str) -> str:
-    pattern = re.compile(r"(?<![\w.+#])" + re.escape(symbol) + r"(?![\w+#])", re.IGNORECASE)
-    return pattern.sub(lambda m: snippets.OPEN + m.group() + snippets.CLOSE, text)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from lore_mcp.index.terms import SEP, fold, is_cjk
 
 OPEN, CLOSE = "\x02", "\x03"
 WORDS = 24  # a snippet's length, in words
 _LEAD = 4  # words shown before the passage's first match
+REACH = 600  # characters of text a snippet is chosen from past the words found
 # Emphasis delimiters: a run that opens (no word character before it, text after it) or
 # closes (text before it, no word character after it) a span; a mark counts as a word
 # character, so `delete_page` keeps its `_` when `page` is marked.
@@ -118,3 +119,18 @@ def mark(text: str, words: Iterable[str], folded: str | None = None) -> str:
         last = end
     out.append(text[last:])
     return "".join(out)
+
+
+def reach(folded: str, words: Sequence[str]) -> int:
+    """Where a snippet's text ends: `REACH` characters past where the last of
+    these words is first found (the whole text when none is found), where the
+    passage holding the most of them nearly always is, at a cost that does not grow
+    with the page."""
+    firsts = [at for at in (folded.find(w) for w in words) if at >= 0]
+    return max(firsts) + REACH if firsts else len(folded)
+
+
+def mark_symbol(text: str, symbol: str) -> str:
+    """A symbol word (`C++`, `.NET`) marked where it stands as a word of its own."""
+    pattern = re.compile(r"(?<![\w.+#])" + re.escape(symbol) + r"(?![\w+#])", re.IGNORECASE)
+    return pattern.sub(lambda m: OPEN + m.group() + CLOSE, text)
