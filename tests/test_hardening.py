@@ -15,9 +15,9 @@ from mcp import Client
 from conftest import write
 from helpers import assert_matches_fresh, call, ok, snapshot, text
 from lore_mcp import vault_ops as engine
+from lore_mcp.calls import INTERNAL_ERROR
 from lore_mcp.config import MAX_CONTENT_BYTES
 from lore_mcp.server import build_server
-from lore_mcp.tools import INTERNAL_ERROR
 from lore_mcp.vault_ops import AppState
 
 pytestmark = pytest.mark.anyio

@@ -18,8 +18,8 @@ from mcp.types import TextContent
 from conftest import write
 from helpers import assert_matches_fresh, snapshot
 from lore_mcp import vault_ops as engine
+from lore_mcp.calls import INTERNAL_ERROR
 from lore_mcp.server import build_server
-from lore_mcp.tools import INTERNAL_ERROR
 
 SEED_PAGES = {
     "Alpha.md": "[[Beta]] and [[notes/Gamma]] and [[Missing]].\n",

@@ -50,10 +50,10 @@ from mcp.types import JSONRPCRequest, jsonrpc_message_adapter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lore_mcp import jsonrpc
+from lore_mcp.calls import Served
 from lore_mcp.config import MAX_CONTENT_BYTES
 from lore_mcp.errors import LoreError
 from lore_mcp.server import LoreServer
-from lore_mcp.tools import Served
 from lore_mcp.vaults import EVERYTHING, GRANT_SCOPE_KEY, Grant, Role, check_name
 
 log = logging.getLogger(__name__)

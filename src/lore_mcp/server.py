@@ -47,6 +47,7 @@ from pydantic import ValidationError
 
 from lore_mcp import __version__, jsonrpc, schemas
 from lore_mcp import vault_ops as engine
+from lore_mcp.calls import Served
 from lore_mcp.config import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from lore_mcp.errors import (
     InvalidArgumentError,
@@ -58,7 +59,7 @@ from lore_mcp.errors import (
 from lore_mcp.middleware import REQUEST, Answers, ClientLog
 from lore_mcp.prompts import PROMPT_ARGUMENTS_WITH_PAGES, PROMPTS
 from lore_mcp.stdio import Verdict, screened_stdio
-from lore_mcp.tools import TOOLS, Served
+from lore_mcp.tools import TOOLS
 from lore_mcp.vault_ops import AppState
 from lore_mcp.vaults import EVERYTHING, Grant, UnknownVaultError, Vaults, grant_of
 
