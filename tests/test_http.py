@@ -28,20 +28,11 @@ from starlette.types import Receive, Scope, Send
 from helpers import assert_matches_fresh, environment, placeholder_slugs, run_cli, text
 from lore_mcp import audit
 from lore_mcp import vault_ops as engine
+from lore_mcp.bearer import REFUSAL_WINDOW_SECONDS, REFUSALS_LOGGED, BearerAuth, RefusalLog
 from lore_mcp.cli import main, mcp_main
 from lore_mcp.errors import LoreError
-from lore_mcp.http import (
-    REFUSAL_WINDOW_SECONDS,
-    REFUSALS_LOGGED,
-    TOKEN_ENV,
-    BearerAuth,
-    HttpOptions,
-    RefusalLog,
-    announce,
-    is_loopback,
-    load_token,
-    transport_security,
-)
+from lore_mcp.http import HttpOptions, announce, is_loopback, transport_security
+from lore_mcp.tokens import TOKEN_ENV, load_token
 
 pytestmark = pytest.mark.anyio
 

@@ -17,7 +17,7 @@ from conftest import write
 from helpers import environment, fails, ok
 from lore_mcp.cli import main
 from lore_mcp.errors import LoreError, UsageError
-from lore_mcp.http import parse_tokens
+from lore_mcp.tokens import parse_tokens
 from lore_mcp.vault_config import parse_vault, read_config, vault_specs
 from lore_mcp.vaults import Grant, VaultSpec, name_for_folder
 

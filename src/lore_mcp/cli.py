@@ -200,8 +200,9 @@ def _http_options(args: argparse.Namespace) -> HttpOptions | None:
             )
         return None
     from lore_mcp import http
+    from lore_mcp.tokens import load_tokens
 
-    tokens = http.load_tokens(args.token_file)
+    tokens = load_tokens(args.token_file)
     return http.HttpOptions(
         token=tokens[0].secret,
         tokens=tokens,

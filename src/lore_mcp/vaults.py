@@ -97,7 +97,7 @@ def grant_of(request: object) -> Grant:
     """What the caller of a request may reach, from the transport's request object. On
     stdio (and in memory: no request, no headers) the parent process owns the pipes:
     everything. Over HTTP, what the bearer check found the token may reach (see
-    `http.BearerAuth`), never anything the request says; an HTTP request without it
+    `bearer.BearerAuth`), never anything the request says; an HTTP request without it
     reaches nothing."""
     scope = getattr(request, "scope", None)
     if isinstance(scope, dict) and isinstance(grant := scope.get(GRANT_SCOPE_KEY), Grant):

@@ -6,7 +6,7 @@ requests there. So nothing answers without the token the URL was printed with: t
 first visit brings it as `?token=`, which is swapped for a cookie (HttpOnly,
 SameSite=Strict, named with the port) and a redirect to the same address without it;
 later requests carry the cookie, or the token in the `X-Lore-Token` header. The token is
-compared as the HTTP door compares its bearer token (`lore_mcp.http.same_token`). The
+compared as the HTTP door compares its bearer token (`lore_mcp.bearer.same_token`). The
 `Host` must be a loopback name, so a DNS-rebound name reaches nothing. A request that
 changes the vault (any method but GET and HEAD) must also come from the UI's own pages:
 its `Origin` must be the address it was sent to (or, without one, `Sec-Fetch-Site` must
@@ -21,7 +21,8 @@ from urllib.parse import parse_qsl, urlencode
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lore_mcp.http import is_loopback, respond, same_token, token_digest
+from lore_mcp.bearer import respond, same_token, token_digest
+from lore_mcp.http import is_loopback
 
 log = logging.getLogger(__name__)
 
