@@ -57,13 +57,13 @@ def build(answers: Answers, stand_in: _NoVault | None = None) -> MCPServer[Any]:
     Its lifespan does nothing but set `stand_in.closed` at the end."""
     from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
-    from lore_mcp import __version__, server, tools
+    from lore_mcp import __version__, instructions, resources, server, tools
 
     floor = server.LoreServer(
         NAME,
         title=NAME,
         version=__version__,
-        instructions=f"This is the memory vault {NAME!r} (replayed answers). {server.GUIDE}",
+        instructions=f"This is the memory vault {NAME!r} (replayed answers). {instructions.GUIDE}",
         lifespan=_lifespan(stand_in or _NoVault()),
     )
     for tool in tools.TOOLS:
@@ -74,7 +74,7 @@ def build(answers: Answers, stand_in: _NoVault | None = None) -> MCPServer[Any]:
         raise ResourceNotFoundError(f"sdkfloor: no page {slug!r}")
 
     floor.resource(
-        server.PAGE_TEMPLATE, name="page", title="A vault page", mime_type="text/markdown"
+        resources.PAGE_TEMPLATE, name="page", title="A vault page", mime_type="text/markdown"
     )(page)
     return floor
 

@@ -15,7 +15,8 @@ from mcp.types import INVALID_PARAMS, ResourceTemplateReference
 from conftest import write
 from helpers import text
 from lore_mcp import vault_ops
-from lore_mcp.server import PAGE_TEMPLATE, build_server
+from lore_mcp.resources import PAGE_TEMPLATE
+from lore_mcp.server import build_server
 from test_contention import write_lock
 
 pytestmark = pytest.mark.anyio

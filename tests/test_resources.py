@@ -14,7 +14,8 @@ from mcp.types import INVALID_PARAMS, TextResourceContents
 
 from conftest import write
 from lore_mcp import vault_ops as engine
-from lore_mcp.server import PAGE_TEMPLATE, VAULT_PAGE_TEMPLATE, build_server
+from lore_mcp.resources import PAGE_TEMPLATE, VAULT_PAGE_TEMPLATE
+from lore_mcp.server import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,8 @@ from conftest import write
 from helpers import assert_matches_fresh, call, fails, ok, text
 from lore_mcp import vault_ops as engine
 from lore_mcp.calls import INTERNAL_ERROR
-from lore_mcp.server import build_server, instructions
+from lore_mcp.instructions import instructions
+from lore_mcp.server import build_server
 from lore_mcp.vault_ops import AppState
 
 pytestmark = pytest.mark.anyio
