@@ -224,7 +224,7 @@ def test_a_rename_lore_finishes_at_start_is_not_an_outside_change(vault_dir: Pat
     """A rename killed part-way through its moves (after its record) is finished by the
     next start, read-only or not: lore's own change, never logged as an outside one."""
     seed(vault_dir)
-    killed_renaming(vault_dir, "journal._merge")  # the page moved, no link rewritten
+    killed_renaming(vault_dir, "plan._merge")  # the page moved, no link rewritten
     engine.open_vault(vault_dir, read_only=True).close()  # reports it, finishes nothing
     engine.open_vault(vault_dir).close()  # finishes it
     assert [(r.door, r.tool) for r in records(vault_dir)] == [("api", "rename_page")]

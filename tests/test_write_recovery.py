@@ -30,11 +30,11 @@ from lore_mcp.vault_ops.files import STALE_TEMP_SECONDS
 CHILD = """
 import os, signal, sys
 from lore_mcp import vault_ops
-from lore_mcp.vault_ops import journal
+from lore_mcp.vault_ops import plan
 def die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
 module, name = sys.argv[2].rsplit(".", 1)
-setattr(journal if module == "journal" else journal.audit, name, die)
+setattr(plan if module == "plan" else plan.audit, name, die)
 vault = vault_ops.open_vault(sys.argv[1])
 vault_ops.rename_page(vault, "Note", "moved/Renamed Note")
 """
@@ -104,7 +104,7 @@ def test_read_only_leaves_an_interrupted_rename_and_reports_it(
     vault_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     seed(vault_dir)
-    killed_renaming(vault_dir, "journal._merge")  # the page moved, no link rewritten
+    killed_renaming(vault_dir, "plan._merge")  # the page moved, no link rewritten
     assert (vault_dir / "moved/Renamed Note.md").exists()
     assert "[[Note]]" in (vault_dir / "Hub.md").read_text()
     temps = list(vault_dir.rglob(".lore-tmp-*"))  # the new bytes, to be put in place

@@ -27,7 +27,7 @@ from lore_mcp.models import (
     Unresolved,
 )
 from lore_mcp.slugs import Key
-from lore_mcp.vault_ops import history, journal
+from lore_mcp.vault_ops import history, recovery
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.files import scan_files
 from lore_mcp.vault_ops.ignore import Ignores
@@ -73,7 +73,7 @@ def _diagnose(vault: AppState) -> DoctorReport:
     ]
     left_out: list[str] = []
     unindexed = _unindexed(vault.root, pages, vault.ignores, left_out)
-    unfinished = journal.pending(vault.root)
+    unfinished = recovery.pending(vault.root)
     versions, kept_bytes = history.size(vault.root)
     broken = _broken_properties(vault, pages)
     crowded = _too_many_links(links)

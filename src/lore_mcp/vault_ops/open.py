@@ -27,7 +27,7 @@ from lore_mcp.config import MAX_FILE_BYTES, MERGE_AFTER_PAGES
 from lore_mcp.errors import FileVanishedError, VaultError
 from lore_mcp.index import Patience, is_damage, repair
 from lore_mcp.models import SyncReport
-from lore_mcp.vault_ops import apply, heal, journal, sync
+from lore_mcp.vault_ops import apply, heal, recovery, sync
 from lore_mcp.vault_ops.core import AppState, open_index
 from lore_mcp.vault_ops.files import ignored, scan_files
 from lore_mcp.vault_ops.ignore import is_ignore_file
@@ -103,9 +103,9 @@ def _index_pass(
         apply.load(vault)
         # The pass below takes in what a write cut short left, finished now (not with
         # --read-only: that is reported, and finished by the next writable start).
-        finished = journal.recover(vault.root, read_only=vault.read_only)
+        finished = recovery.recover(vault.root, read_only=vault.read_only)
         # Half a write of lore's own is no change made outside: not on the record.
-        unfinished = vault.read_only and journal.pending(vault.root) is not None
+        unfinished = vault.read_only and recovery.pending(vault.root) is not None
         report = sync.sync(vault, progress=progress, outside=not unfinished, ours=finished)
         _merge_if_many(vault, report)
     vault.index.upkeep_soon()
@@ -215,7 +215,7 @@ def reading(vault: AppState) -> Iterator[None]:
 @contextmanager
 def writing(vault: AppState, check_read_only: bool = True) -> Iterator[None]:
     """Around a write: as `reading`, inside one write transaction of the index, after
-    finishing what a write another process left (see `journal`) and taking in the files
+    finishing what a write another process left (see `recovery`) and taking in the files
     an earlier write changed whose index update failed. On a failure the transaction
     rolls back, and the graph is loaded again if it changed; a full or unwritable index
     fails as a VaultError that says whether the files changed. An index found damaged
@@ -230,7 +230,7 @@ def writing(vault: AppState, check_read_only: bool = True) -> Iterator[None]:
             with vault.index.write():
                 apply.refresh(vault)
                 # A write another process left, finished now; or ours, not in the index yet.
-                behind |= set(journal.recover(vault.root, read_only=vault.read_only))
+                behind |= set(recovery.recover(vault.root, read_only=vault.read_only))
                 vault.unindexed |= behind
                 if behind:
                     sync.sync(vault, scope=sorted(behind))
