@@ -1,7 +1,7 @@
 """Every operation on a vault, as the engine's package gives them (see its docstring):
 each heals an index SQLite finds damaged, and runs again."""
 
-from lore_mcp.vault_ops import checkup, export, pages, queries, rename, versions
+from lore_mcp.vault_ops import checkup, export, queries, read, rename, versions, write
 from lore_mcp.vault_ops.core import AppState, last_index_count
 from lore_mcp.vault_ops.export import ExportGraph, ExportNode
 from lore_mcp.vault_ops.heal import heals
@@ -15,10 +15,10 @@ from lore_mcp.vault_ops.open import (
 
 # Every operation a door calls heals an index SQLite finds damaged, and runs again.
 doctor = heals(checkup.doctor)
-delete_page = heals(pages.delete_page)
-read_page = heals(pages.read_page)
-read_source = heals(pages.read_source)
-save_page = heals(pages.save_page)
+delete_page = heals(write.delete_page)
+read_page = heals(read.read_page)
+read_source = heals(read.read_source)
+save_page = heals(write.save_page)
 get_backlinks = heals(queries.get_backlinks)
 get_graph = heals(queries.get_graph)
 export_graph = heals(export.export_graph)

@@ -33,8 +33,8 @@ from lore_mcp.vault_ops.files import scan_files
 from lore_mcp.vault_ops.ignore import Ignores
 from lore_mcp.vault_ops.open import reading
 from lore_mcp.vault_ops.pagefile import decode, read_regular, unreadable
-from lore_mcp.vault_ops.pages import link_advice
 from lore_mcp.vault_ops.paths import real_path
+from lore_mcp.vault_ops.read import link_advice
 
 
 def doctor(vault: AppState) -> DoctorReport:

@@ -18,7 +18,7 @@ file, or fills a placeholder: a name several files answer to is refused with the
 a bare name that matches a page only by rule 3 or 5 is refused, naming that page and
 what to send for either intent. A name that matches nothing is a new page, whose name
 must be a file name Obsidian accepts; but where a rename took a page away from that name
-(`renamed_to`), a change to part of a page by it is refused (`pages.save_page`).
+(`renamed_to`), a change to part of a page by it is refused (`write.save_page`).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from lore_mcp.slugs import parse_name, slug_from_path
 from lore_mcp.vault_ops import names
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.open import reading
-from lore_mcp.vault_ops.pages import read_text
+from lore_mcp.vault_ops.read import read_text
 
 MAX_MENTION_PAGES = 200
 MAX_CLOSE_NAMES = 100  # close spellings search_titles lists when nothing else matches

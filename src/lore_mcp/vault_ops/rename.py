@@ -41,7 +41,8 @@ from lore_mcp.vault_ops.files import spelled_on_disk
 from lore_mcp.vault_ops.open import writing
 from lore_mcp.vault_ops.outside import Change, remember
 from lore_mcp.vault_ops.pagefile import content_hash
-from lore_mcp.vault_ops.pages import check_expected, check_inside, read_bytes
+from lore_mcp.vault_ops.read import read_bytes
+from lore_mcp.vault_ops.write import check_expected, check_inside
 
 LISTED = 20  # rewritten pages and retargeted links a rename result lists; it counts them all
 

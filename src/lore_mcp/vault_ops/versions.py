@@ -17,7 +17,8 @@ from lore_mcp.slugs import parse_name, title_from_path
 from lore_mcp.vault_ops import history, names
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.open import reading, writing
-from lore_mcp.vault_ops.pages import Write, read_page, save_page, view_of, write_page
+from lore_mcp.vault_ops.read import read_page, view_of
+from lore_mcp.vault_ops.write import Write, save_page, write_page
 
 SaveMode = Literal[Mode, "restore"]
 
@@ -34,7 +35,7 @@ def page_history(vault: AppState, name: str) -> PageHistory:
 def read_page_or_version(
     vault: AppState, name: str, offset: int = 0, column: int = 0, version: int | None = None
 ) -> PageView:
-    """read_page's one operation: the page (see `pages.read_page`), or with `version`
+    """read_page's one operation: the page (see `read.read_page`), or with `version`
     that kept version of it (see `read_version`)."""
     if version is None:
         return read_page(vault, name, offset, column)
@@ -99,7 +100,7 @@ def save_or_restore(
     door: str = "api",
     expected_hash: str | None = None,
 ) -> SaveResult:
-    """A save of `content` as `mode` says (see `pages.save_page`), or with mode
+    """A save of `content` as `mode` says (see `write.save_page`), or with mode
     "restore" a restore of kept version `version` (1, the newest, by default), which
     takes no text. Arguments the mode does not take are refused."""
     if mode == "restore":
