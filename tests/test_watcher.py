@@ -458,6 +458,8 @@ def test_an_overflow_makes_a_full_pass(vault_dir: Path, tmp_path: Path) -> None:
             "Inotify queue overflowed; filesystem events were lost"
         )
         Watched(vault_dir, state, recorder, watcher, tmp_path).converge()
+        # The index matches once the pass commits, a moment before it returns its report.
+        assert wait_until(lambda: bool(passes.reports))
         assert [r.updated for r in passes.reports] == [1] and recorder.batches == []
         assert "unreported" in placeholder_slugs(state)
     finally:
@@ -488,7 +490,8 @@ def test_a_storm_of_events_gets_one_full_pass(vault_dir: Path, tmp_path: Path) -
         for i in range(40):
             write(vault_dir, f"Storm {i}.md", f"Storm {i} links [[Storm {i + 1}]].\n")
         Watched(vault_dir, state, recorder, watcher, tmp_path).converge()
-        assert passes.reports and all(len(batch) <= 10 for batch in recorder.batches)
+        assert wait_until(lambda: bool(passes.reports))
+        assert all(len(batch) <= 10 for batch in recorder.batches)
     finally:
         state.close()
 
