@@ -1,6 +1,7 @@
-"""The index's upkeep: after a pass that wrote many pages, the search index's segments
-are merged in the background, in slices that let writes in between; a merge cut short
-is taken up at the next start; searches find the same pages either way."""
+"""The index's upkeep: after a pass that wrote many pages the search index's segments
+are merged into one, after a write the small ones among themselves, in the background,
+in slices that let writes in between; a merge cut short is taken up at the next start;
+searches find the same pages either way."""
 
 from __future__ import annotations
 
@@ -36,12 +37,13 @@ def _page(i: int) -> str:
     return f"# Note {i}\n\n{words} marker{i % 7}\n\nSee [[Note {(i + 1) % 50}]].\n"
 
 
-def _left_to_merge(db: Path, table: str) -> bool:
+def _left_to_merge(db: Path, table: str, pages: int = -1) -> bool:
     """FTS5's documented check: a `merge` that changes fewer than two rows found
-    nothing to merge (this one writes a page at most when it does)."""
+    nothing to merge (this one writes a page at most when it does). A negative count
+    looks for two segments anywhere, a positive one for `usermerge` in one level."""
     with closing(sqlite3.connect(db, isolation_level=None)) as conn:
         before = conn.total_changes
-        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', -1)")
+        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (pages,))
         return conn.total_changes - before >= 2
 
 
@@ -62,11 +64,13 @@ def _write_lock_held(db: Path) -> Iterator[None]:
 
 
 def _many_segments(vault: AppState, saves: int) -> None:
-    """Saves of a page each, with FTS5's own merging off in this index: each commit
-    leaves a segment of its own."""
+    """Saves of a page each, with FTS5's own merging off in this index and the merges
+    after a write asking for more segments in a level than these saves make: each
+    commit leaves a segment of its own."""
     with closing(sqlite3.connect(vault.index.path, isolation_level=None)) as conn:
         for table in upkeep.MERGED_TABLES:
             conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 0)")
+            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('usermerge', 16)")
     for i in range(saves):
         ops.save_page(vault, f"Extra {i}", _page(1000 + i))
 
@@ -96,6 +100,18 @@ def test_a_small_change_calls_for_no_merge(brain: AppState) -> None:
     assert not _merge_called_for(brain.index.path)
 
 
+def test_writes_leave_no_level_of_segments_to_merge(brain: AppState) -> None:
+    """Each save's segment is merged with the small ones before it: no level holds
+    two segments once the upkeep is done (`usermerge` is 2)."""
+    brain.index.upkeep_done()  # the start's
+    for i in range(12):  # FTS5 alone would leave a segment each (it merges 16 at once)
+        ops.save_page(brain, f"Extra {i}", _page(1000 + i))
+    brain.index.upkeep_done()
+    db = brain.index.path
+    assert not _left_to_merge(db, "fts", 1) and not _left_to_merge(db, "names_text", 1)
+    assert {f"extra-{i}" for i in range(12)} <= set(_hits(brain, "Extra"))
+
+
 def test_a_merge_finds_the_same_pages(brain: AppState) -> None:
     _many_segments(brain, 12)
     db = brain.index.path
@@ -104,7 +120,7 @@ def test_a_merge_finds_the_same_pages(brain: AppState) -> None:
     assert _left_to_merge(db, "fts")
     with brain.index.write():
         brain.index.merge_later()
-    brain.index.upkeep_soon()
+    brain.index.upkeep_soon(after_pass=True)
     brain.index.upkeep_done()
     assert not _left_to_merge(db, "fts") and not _left_to_merge(db, "names_text")
     assert {q: _hits(brain, q) for q in queries} == before
@@ -118,7 +134,7 @@ def test_a_merge_cut_short_is_taken_up_at_the_next_start(brain_dir: Path) -> Non
     with vault.index.write():
         vault.index.merge_later()
     with _write_lock_held(db):  # each slice finds the lock taken: nothing merges
-        vault.index.upkeep_soon()
+        vault.index.upkeep_soon(after_pass=True)
         vault.close()  # stops the upkeep without waiting for the lock
     assert _merge_called_for(db)
     assert _left_to_merge(db, "fts")
@@ -137,7 +153,7 @@ def test_saves_and_searches_go_on_while_the_index_merges(brain: AppState) -> Non
     _many_segments(brain, 6)
     with brain.index.write():
         brain.index.merge_later()
-    brain.index.upkeep_soon()
+    brain.index.upkeep_soon(after_pass=True)
     ops.save_page(brain, "During", "# During\n\nWritten while the zephyrine index merged.\n")
     assert _hits(brain, "zephyrine") == ["during"]
     brain.index.upkeep_done()

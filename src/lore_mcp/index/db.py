@@ -231,12 +231,13 @@ class Index:
         transaction, so that the call for it is kept with what it wrote."""
         upkeep.merge_later(self._conn)
 
-    def upkeep_soon(self) -> None:
+    def upkeep_soon(self, *, after_pass: bool) -> None:
         """In a thread and on a connection of its own: merge the search index's
-        segments if a pass called for it, then copy what the log holds into the
-        database (a passive checkpoint, which no reader or writer waits for). `close`
-        stops a merge after the slice in hand; the next start takes it up."""
-        self._upkeep.start()
+        segments (all of them if a pass called for it, else the small ones writes
+        leave), and after a pass copy what the log holds into the database (a passive
+        checkpoint, which no reader or writer waits for). `close` stops a merge after
+        the slice in hand; the next start takes it up."""
+        self._upkeep.start(checkpoint=after_pass)
 
     def upkeep_done(self) -> None:
         """Wait for the upkeep asked for so far to end."""

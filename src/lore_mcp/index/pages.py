@@ -42,6 +42,7 @@ CREATE INDEX tags_page ON tags(page);
 CREATE TABLE names(name TEXT NOT NULL, page TEXT NOT NULL);
 CREATE INDEX names_page ON names(page);
 CREATE VIRTUAL TABLE names_text USING fts5(text, tokenize = 'trigram');
+INSERT INTO names_text(names_text, rank) VALUES ('usermerge', 2);
 """
 _COLUMNS = "key, title, path, size, mtime_ns, hash, bad_utf8, inode, ctime_ns"
 _STAMP = "SELECT path, key, size, mtime_ns, hash, inode, ctime_ns FROM pages"

@@ -33,9 +33,12 @@ from lore_mcp.index.stems import TOKENIZER, Stemmer
 # The weights of names, headings, body and stems in bm25(), in the table's order.
 WEIGHTS = (10.0, 3.0, 1.0, 1.0)
 _RANK = f"bm25(fts, {', '.join(map(str, WEIGHTS))})"
+# `usermerge` 2: the upkeep after a write merges any two segments of a level (see
+# `upkeep`), the names' table's as well (in `pages`).
 SEARCH_SCHEMA = f"""
 CREATE VIRTUAL TABLE fts USING fts5(names, headings, body, stems, tokenize = '{TOKENIZER}');
 INSERT INTO fts(fts, rank) VALUES ('rank', '{_RANK.replace("fts, ", "")}');
+INSERT INTO fts(fts, rank) VALUES ('usermerge', 2);
 CREATE TABLE symbols(
     word TEXT NOT NULL,
     page INTEGER NOT NULL,

@@ -1,16 +1,23 @@
 """The index's upkeep, in a thread and on a connection of its own: merging FTS5's
-b-trees after a pass that wrote many pages, then copying the log into the database.
+segments, after a pass that wrote many pages and after each write, and copying the log
+into the database after a pass.
 
 FTS5 writes the terms it gathers in memory to a new b-tree (a segment) whenever they
-fill its buffer, and merges segments only a few at a time: a first index of 10,000
-pages leaves 17 in the search table, 22 at 100,000, and every lookup of a term reads
-each of them (a search is about a sixth slower for it, a title search a third). A
-merge into one costs about as much as a sixth of that first index's FTS5 inserts; it
-runs in slices, each a short write transaction of FTS5's `merge` command with a
-negative page count (merge whatever segments there are, writing at most that many
-pages), so a save waits for one slice at most, and reads never wait. The pass that
-calls for it says so in a row of `meta`, written in its own transaction: a merge cut
-short by the end of the process is taken up where it stopped at the next start.
+fill its buffer and at each commit, and merges segments only a few at a time: a first
+index of 10,000 pages leaves 17 in the search table, 22 at 100,000, and each save adds
+one; every lookup of a term reads each of them (with 17, a search is about a sixth
+slower, a title search a third). So:
+
+- after a pass that wrote many pages, every segment is merged into one: FTS5's `merge`
+  command with a negative page count (merge whatever segments there are) in slices of
+  short write transactions, so that a save waits for one slice at most and reads never
+  wait. At 10,000 pages that is 0.15 s of work, at 100,000 1.5 s. The pass calls for
+  it in a row of `meta`, written in its own transaction, so that a merge cut short by
+  the end of the process is taken up at the next start;
+- after a write, the same command with a positive count merges the segments of each
+  level that holds two or more (the tables' `usermerge` is 2): the small segments
+  writes leave are merged among themselves (well under a millisecond, mostly), and
+  into the large one only once they have grown to about its size.
 """
 
 from __future__ import annotations
@@ -25,14 +32,14 @@ from lore_mcp.index import repair
 
 log = logging.getLogger(__name__)
 
-MERGED_TABLES = ("fts", "names_text")  # the FTS5 tables, each merged into one segment
-MERGE_SLICE_PAGES = 200  # pages a slice of the merge writes at most (about 10 ms of work)
-_MERGE_KEY = "merge"  # the row of `meta` there while a merge is to be done
+MERGED_TABLES = ("fts", "names_text")  # the FTS5 tables
+MERGE_SLICE_PAGES = 200  # pages a slice of a merge writes at most (about 10 ms of work)
+_MERGE_KEY = "merge"  # the row of `meta` there while a whole merge is to be done
 _BUSY_SLICE_MS = 250  # a slice waits this long for the write lock, then looks up again
 
 
 def merge_later(conn: sqlite3.Connection) -> None:
-    """Call for a merge, in the caller's transaction (see the module's docstring)."""
+    """Call for a whole merge, in the caller's transaction (see the module's docstring)."""
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '')", (_MERGE_KEY,))
 
 
@@ -42,21 +49,24 @@ def merge_pending(conn: sqlite3.Connection) -> bool:
 
 
 class Upkeep:
-    """The thread that does the upkeep: one at a time, started again when more is
-    asked of it while it runs, and stopped (after the slice in hand) by `stop`."""
+    """The thread that does the upkeep: one at a time, going on when more is asked of
+    it while it runs, and stopped (after the slice in hand) by `stop`."""
 
     def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
         self._connect = connect
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._wanted = False
+        self._checkpoint = False
         self._stopping = threading.Event()
 
-    def start(self) -> None:
-        """Merge, if a pass called for it, then checkpoint the log: a passive
-        checkpoint, which no reader or writer waits for."""
+    def start(self, checkpoint: bool) -> None:
+        """Merge (the whole index, if a pass called for it; else the small segments),
+        then, with `checkpoint`, copy the log into the database: a passive checkpoint,
+        which no reader or writer waits for."""
         with self._lock:
             self._wanted = True
+            self._checkpoint |= checkpoint
             self._stopping.clear()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="lore-upkeep", daemon=True)
@@ -80,38 +90,36 @@ class Upkeep:
                 if not self._wanted:
                     self._thread = None
                     return
-                self._wanted = False
+                checkpoint, self._wanted, self._checkpoint = self._checkpoint, False, False
             try:
                 with closing(self._connect()) as conn:
                     conn.execute(f"PRAGMA busy_timeout = {_BUSY_SLICE_MS}")
-                    if merge_pending(conn):
-                        self._merge(conn)
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            except sqlite3.Error as exc:  # the next start's upkeep, or commit, does it then
+                    self._merge(conn, whole=merge_pending(conn))
+                    if checkpoint:
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error as exc:  # the next upkeep, or commit, does it then
                 log.debug("upkeep of the index failed: %s", exc)
 
-    def _merge(self, conn: sqlite3.Connection) -> None:
+    def _merge(self, conn: sqlite3.Connection, whole: bool) -> None:
+        pages = -MERGE_SLICE_PAGES if whole else MERGE_SLICE_PAGES
         for table in MERGED_TABLES:
-            while True:
+            while (worked := self._slice(conn, table, pages)) is not False:
                 if self._stopping.is_set():
                     return
-                worked = self._slice(conn, table)
-                if worked is False:
-                    break
-        with _transaction(conn):
-            conn.execute("DELETE FROM meta WHERE key = ?", (_MERGE_KEY,))
-        log.info("merged the search index's segments")
+                if worked is None:  # the write lock was busy: look up again
+                    continue
+        if whole:
+            with _transaction(conn):
+                conn.execute("DELETE FROM meta WHERE key = ?", (_MERGE_KEY,))
+            log.info("merged the search index's segments")
 
-    def _slice(self, conn: sqlite3.Connection, table: str) -> bool | None:
-        """One slice of the merge of `table`: whether it found segments to merge (FTS5
+    def _slice(self, conn: sqlite3.Connection, table: str, pages: int) -> bool | None:
+        """One slice of a merge of `table`: whether it found segments to merge (FTS5
         changes at least two rows when it does), or None when the write lock was busy."""
         try:
             with _transaction(conn):
                 before = conn.total_changes
-                conn.execute(
-                    f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)",
-                    (-MERGE_SLICE_PAGES,),
-                )
+                conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (pages,))
                 return conn.total_changes - before >= 2
         except sqlite3.OperationalError as exc:
             if not repair.is_busy(exc):

@@ -108,7 +108,7 @@ def _index_pass(
         unfinished = vault.read_only and recovery.pending(vault.root) is not None
         report = sync.sync(vault, progress=progress, outside=not unfinished, ours=finished)
         _merge_if_many(vault, report)
-    vault.index.upkeep_soon()
+    vault.index.upkeep_soon(after_pass=True)
     return report
 
 
@@ -171,7 +171,7 @@ def resync(vault: AppState) -> SyncReport:
     ):
         report = sync.sync(vault, outside=True)
         _merge_if_many(vault, report)
-    vault.index.upkeep_soon()
+    vault.index.upkeep_soon(after_pass=True)
     return report
 
 
@@ -236,6 +236,7 @@ def writing(vault: AppState, check_read_only: bool = True) -> Iterator[None]:
                     sync.sync(vault, scope=sorted(behind))
                 yield
             vault.unindexed.clear()
+            vault.index.upkeep_soon(after_pass=False)
         except BaseException as exc:
             if vault.generation != generation:  # the graph holds what the index rolled back
                 vault.stale = True
