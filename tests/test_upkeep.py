@@ -112,6 +112,17 @@ def test_writes_leave_no_level_of_segments_to_merge(brain: AppState) -> None:
     assert {f"extra-{i}" for i in range(12)} <= set(_hits(brain, "Extra"))
 
 
+def test_closing_merges_the_segments_writes_left(brain_dir: Path) -> None:
+    """Without waiting for a pause in writes, as a short session ends."""
+    vault = ops.open_vault(brain_dir)
+    vault.index.upkeep_done()
+    for i in range(12):
+        ops.save_page(vault, f"Extra {i}", _page(1000 + i))
+    db = vault.index.path
+    vault.close()
+    assert not _left_to_merge(db, "fts", 1) and not _left_to_merge(db, "names_text", 1)
+
+
 def test_a_merge_finds_the_same_pages(brain: AppState) -> None:
     _many_segments(brain, 12)
     db = brain.index.path

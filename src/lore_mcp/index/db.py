@@ -234,10 +234,11 @@ class Index:
     def upkeep_soon(self, *, after_pass: bool) -> None:
         """In a thread and on a connection of its own: merge the search index's
         segments (all of them if a pass called for it, else the small ones writes
-        leave), and after a pass copy what the log holds into the database (a passive
-        checkpoint, which no reader or writer waits for). `close` stops a merge after
-        the slice in hand; the next start takes it up."""
-        self._upkeep.start(checkpoint=after_pass)
+        leave, once writes pause), and after a pass copy what the log holds into the
+        database (a passive checkpoint, which no reader or writer waits for). `close`
+        stops a merge after the slice in hand; the next start takes it up."""
+        pause = 0.0 if after_pass else upkeep.TIDY_AFTER_S
+        self._upkeep.start(checkpoint=after_pass, after=pause)
 
     def upkeep_done(self) -> None:
         """Wait for the upkeep asked for so far to end."""

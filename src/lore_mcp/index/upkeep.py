@@ -14,10 +14,12 @@ slower, a title search a third). So:
   wait. At 10,000 pages that is 0.15 s of work, at 100,000 1.5 s. The pass calls for
   it in a row of `meta`, written in its own transaction, so that a merge cut short by
   the end of the process is taken up at the next start;
-- after a write, the same command with a positive count merges the segments of each
-  level that holds two or more (the tables' `usermerge` is 2): the small segments
-  writes leave are merged among themselves (well under a millisecond, mostly), and
-  into the large one only once they have grown to about its size.
+- once writes have paused for `TIDY_AFTER_S`, the same command with a positive count
+  merges the segments of each level that holds two or more (the tables' `usermerge` is
+  2): the small segments writes leave are merged among themselves (well under a
+  millisecond, mostly), and into the large one only once they have grown to about its
+  size. Waiting for a pause keeps the merge's write lock out of the way of a burst of
+  saves, each of which would otherwise wait for it; closing the index does not wait.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 
@@ -36,6 +39,8 @@ MERGED_TABLES = ("fts", "names_text")  # the FTS5 tables
 MERGE_SLICE_PAGES = 200  # pages a slice of a merge writes at most (about 10 ms of work)
 _MERGE_KEY = "merge"  # the row of `meta` there while a whole merge is to be done
 _BUSY_SLICE_MS = 250  # a slice waits this long for the write lock, then looks up again
+TIDY_AFTER_S = 0.5  # the pause in writes the merge of their segments waits for
+_CLOSING_SLICES = 4  # slices of the small segments' merge a closing index waits for
 
 
 def merge_later(conn: sqlite3.Connection) -> None:
@@ -58,22 +63,26 @@ class Upkeep:
         self._thread: threading.Thread | None = None
         self._wanted = False
         self._checkpoint = False
+        self._due = 0.0  # when the work asked for is to start (`time.monotonic`)
         self._stopping = threading.Event()
 
-    def start(self, checkpoint: bool) -> None:
-        """Merge (the whole index, if a pass called for it; else the small segments),
-        then, with `checkpoint`, copy the log into the database: a passive checkpoint,
-        which no reader or writer waits for."""
+    def start(self, checkpoint: bool, after: float = 0.0) -> None:
+        """In `after` seconds (put off by a later call): merge (the whole index, if a
+        pass called for it; else the small segments), then, with `checkpoint`, copy the
+        log into the database: a passive checkpoint, which no reader or writer waits
+        for."""
         with self._lock:
             self._wanted = True
             self._checkpoint |= checkpoint
+            self._due = time.monotonic() + after
             self._stopping.clear()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="lore-upkeep", daemon=True)
                 self._thread.start()
 
     def stop(self) -> None:
-        """Leave the rest of a merge to the next start; wait for the thread to end."""
+        """Merge the small segments writes left at once (a few slices at most), leave
+        the rest of a whole merge to the next start; wait for the thread to end."""
         self._stopping.set()
         self.wait()
 
@@ -90,21 +99,31 @@ class Upkeep:
                 if not self._wanted:
                     self._thread = None
                     return
-                checkpoint, self._wanted, self._checkpoint = self._checkpoint, False, False
+                closing_now = self._stopping.is_set()
+                pause = 0.0 if closing_now else self._due - time.monotonic()
+                if pause <= 0:
+                    checkpoint, self._wanted, self._checkpoint = self._checkpoint, False, False
+            if pause > 0:
+                self._stopping.wait(pause)
+                continue
             try:
                 with closing(self._connect()) as conn:
                     conn.execute(f"PRAGMA busy_timeout = {_BUSY_SLICE_MS}")
                     self._merge(conn, whole=merge_pending(conn))
-                    if checkpoint:
+                    if checkpoint and not closing_now:  # closing the index does it then
                         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             except sqlite3.Error as exc:  # the next upkeep, or commit, does it then
                 log.debug("upkeep of the index failed: %s", exc)
 
     def _merge(self, conn: sqlite3.Connection, whole: bool) -> None:
+        """A whole merge stops when the index is closed (the next start takes it up);
+        the small segments' merge is done first, but for a few slices at most."""
         pages = -MERGE_SLICE_PAGES if whole else MERGE_SLICE_PAGES
         for table in MERGED_TABLES:
+            slices = 0
             while (worked := self._slice(conn, table, pages)) is not False:
-                if self._stopping.is_set():
+                slices += 1
+                if self._stopping.is_set() and (whole or slices >= _CLOSING_SLICES):
                     return
                 if worked is None:  # the write lock was busy: look up again
                     continue
