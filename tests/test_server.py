@@ -367,19 +367,22 @@ async def test_bad_arguments_read_as_plain_sentences(client: Client) -> None:
     assert "slug: Field required" in missing and "pydantic" not in missing.lower()
 
 
-async def test_tool_calls_run_off_the_event_loop(
+async def test_writes_run_off_the_event_loop(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A write waits for the vault's lock and the disk: in a worker thread, so that the
+    server goes on answering (a quick read that can run at once runs on the event loop:
+    test_tool_concurrency shows one that must wait doing so in a thread)."""
     loop_thread = threading.current_thread()
     seen: list[threading.Thread] = []
-    real = engine.read_page_or_version
+    real = engine.save_or_restore
 
-    def spy(vault: AppState, slug: str, *args: Any) -> Any:
+    def spy(*args: Any, **kwargs: Any) -> Any:
         seen.append(threading.current_thread())
-        return real(vault, slug, *args)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "read_page_or_version", spy)
-    await ok(client, "read_page", slug="index")
+    monkeypatch.setattr(engine, "save_or_restore", spy)
+    await ok(client, "save_page", slug="Threaded", content="Saved in a thread.\n")
     assert len(seen) == 1 and seen[0] is not loop_thread
 
 

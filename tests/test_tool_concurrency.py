@@ -167,6 +167,26 @@ async def test_a_read_that_must_wait_leaves_the_server_answering(vault_dir: Path
         assert read["content"] == "After.\n"
 
 
+async def test_reads_take_in_what_another_process_wrote(vault_dir: Path) -> None:
+    """Reads through the tools (which run on the event loop when nothing waits to be
+    taken in) see what another process committed since."""
+    write(vault_dir, "Page.md", "Before.\n")
+    state, other = engine.open_vault(vault_dir), engine.open_vault(vault_dir)
+    try:
+        async with Client(build_server(state), mode="legacy") as client:
+            assert (await ok(client, "search", query="zanzibar"))["hits"] == []
+            engine.save_page(other, "Island", "# Island\n\nZanzibar, and [[Page]].\n")
+            hits = (await ok(client, "search", query="zanzibar"))["hits"]
+            assert [hit["slug"] for hit in hits] == ["island"]
+            assert (await ok(client, "search_titles", query="Isla"))["matches"][0]["slug"] == (
+                "island"
+            )
+            page = await ok(client, "read_page", slug="page")
+            assert [link["slug"] for link in page["backlinks"]] == ["island"]
+    finally:
+        other.close()
+
+
 # -- an append racing a rename ------------------------------------------------------------
 
 

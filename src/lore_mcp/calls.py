@@ -1,6 +1,7 @@
 """The boundary every MCP tool call crosses (the tools are in `tools`).
 
-`call` runs one vault operation in a worker thread: it is the one place where a
+`call` runs one vault operation in a worker thread (a quick read that can run at once,
+on the event loop): it is the one place where a
 `LoreError` becomes an `isError` result, and where a call's `vault` argument becomes the
 vault it reaches (as far as the caller's `Grant` lets it: see `vaults`). `tool_result`
 returns the result twice: as structured content (the tool's output schema) and as a few
@@ -52,7 +53,12 @@ Ctx = Context[Served, Any]
 
 
 async def call(
-    ctx: Ctx, name: str | None, operation: Callable[[AppState], R], *, writes: bool = False
+    ctx: Ctx,
+    name: str | None,
+    operation: Callable[[AppState], R],
+    *,
+    writes: bool = False,
+    quick: bool = False,
 ) -> R:
     """Run a vault operation on the vault `name` (None: the default) in a worker thread;
     its failures become isError results, and its result names the vault. A cancelled
@@ -68,7 +74,9 @@ async def call(
         raise ToolError(str(exc)) from exc
     await _wait_for_index(ctx, vault)
     try:
-        result = await anyio.to_thread.run_sync(operation, vault, abandon_on_cancel=True)
+        result = _at_once(vault, operation) if quick else None
+        if result is None:
+            result = await anyio.to_thread.run_sync(operation, vault, abandon_on_cancel=True)
     except LoreError as exc:
         raise ToolError(str(exc)) from exc
     except Exception as exc:
@@ -76,6 +84,22 @@ async def call(
         raise ToolError(INTERNAL_ERROR) from exc
     result.vault = spec.name
     return result
+
+
+def _at_once(vault: AppState, operation: Callable[[AppState], R]) -> R | None:
+    """A quick read's result, made here on the event loop when it can be at once: the
+    first index pass is done, no other call holds the vault, and nothing another
+    process committed waits to be taken in. Else None, and the call takes a worker
+    thread: the hop to one costs more than such a read does (about 0.15 ms of the
+    1.7 ms a search of 10,000 pages takes over the SDK's own cost). Such a read that
+    finds the index damaged rebuilds it here as it would in a thread: the call waits
+    for that either way."""
+    if not vault.ready.is_set() or not vault.lock.acquire(blocking=False):
+        return None
+    try:
+        return operation(vault) if vault.in_step() else None
+    finally:
+        vault.lock.release()
 
 
 def _reached(vaults: Vaults, grant: Grant, name: str | None, writes: bool) -> VaultSpec:

@@ -67,7 +67,10 @@ async def read_page(
     (linked, not written yet) reads as empty. An unknown name fails with the closest slugs.
     A long page comes in parts (next_offset, next_column). version=N reads kept version N."""
     view = await call(
-        ctx, vault, lambda v: engine.read_page_or_version(v, slug, offset, column, version)
+        ctx,
+        vault,
+        lambda v: engine.read_page_or_version(v, slug, offset, column, version),
+        quick=True,
     )
     return tool_result(ctx, view, render.page)
 
@@ -179,7 +182,7 @@ async def search(
     not matter; "quoted phrases" match exactly; C++, .NET, v1.10 match as written; #tag
     keeps to tagged pages; the last word matches as a prefix; any script. Each hit has its
     best passage."""
-    results = await call(ctx, vault, lambda v: engine.search(v, query, limit, offset))
+    results = await call(ctx, vault, lambda v: engine.search(v, query, limit, offset), quick=True)
     return tool_result(ctx, results, render.hits)
 
 
@@ -193,7 +196,9 @@ async def search_titles(
 ) -> Annotated[CallToolResult, TitleMatches]:
     """Find pages by title or slug: exact, prefix, substring, then close spellings. Use
     it to learn what a page is called."""
-    matches = await call(ctx, vault, lambda v: engine.search_titles(v, query, limit, offset))
+    matches = await call(
+        ctx, vault, lambda v: engine.search_titles(v, query, limit, offset), quick=True
+    )
     return tool_result(ctx, matches, render.title_matches)
 
 

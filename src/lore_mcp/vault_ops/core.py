@@ -74,6 +74,11 @@ class AppState:
     def handles(self, keys: list[str]) -> list[str]:
         return [self.handle(key) for key in keys]
 
+    def in_step(self) -> bool:
+        """Whether what this process holds in memory is what the index holds: nothing
+        to load again, nothing another process committed since it last looked."""
+        return not self.stale and self.index.data_version() == self.data_version
+
     def close(self) -> None:
         """Stop the watcher and close the index."""
         if self.watcher is not None:
