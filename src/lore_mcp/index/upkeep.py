@@ -9,17 +9,20 @@ one; every lookup of a term reads each of them (with 17, a search is about a six
 slower, a title search a third). So:
 
 - after a pass that wrote many pages, every segment is merged into one: FTS5's `merge`
-  command with a negative page count (merge whatever segments there are) in slices of
-  short write transactions, so that a save waits for one slice at most and reads never
-  wait. At 10,000 pages that is 0.15 s of work, at 100,000 1.5 s. The pass calls for
-  it in a row of `meta`, written in its own transaction, so that a merge cut short by
-  the end of the process is taken up at the next start;
-- once writes have paused for `TIDY_AFTER_S`, the same command with a positive count
-  merges the segments of each level that holds two or more (the tables' `usermerge` is
-  2): the small segments writes leave are merged among themselves (well under a
-  millisecond, mostly), and into the large one only once they have grown to about its
-  size. Waiting for a pause keeps the merge's write lock out of the way of a burst of
-  saves, each of which would otherwise wait for it; closing the index does not wait.
+  command with a negative page count starts that (once: it would start over each
+  time), and the same command with a positive count goes on with it, in slices of short
+  write transactions (a save waits for one slice at most; reads never wait). At 10,000
+  pages that is 0.15 s of work, at 100,000 1.5 s. The pass calls for it in a row of
+  `meta`, written in its own transaction, so that a merge cut short by the end of the
+  process goes on at the next start where it stopped;
+- after writes, the same positive command merges the segments of each level that holds
+  two or more (the tables' `usermerge` is 2): the small segments writes leave are merged
+  among themselves (well under a millisecond, mostly), and into the large one only once
+  they have grown to about its size.
+
+Every slice waits until writes have paused for `TIDY_AFTER_S`, which keeps the merges'
+write lock out of the way of a burst of saves, each of which would otherwise wait for
+it; closing the index does a few slices of the small segments' merge at once.
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ from lore_mcp.index import repair
 log = logging.getLogger(__name__)
 
 MERGED_TABLES = ("fts", "names_text")  # the FTS5 tables
-MERGE_SLICE_PAGES = 200  # pages a slice of a merge writes at most (about 10 ms of work)
+MERGE_SLICE_PAGES = 100  # pages a slice of a merge writes at most (about 5 ms of work)
 _MERGE_KEY = "merge"  # the row of `meta` there while a whole merge is to be done
+_STARTED = "started"  # its value once FTS5 has started it
 _BUSY_SLICE_MS = 250  # a slice waits this long for the write lock, then looks up again
 TIDY_AFTER_S = 0.5  # the pause in writes the merge of their segments waits for
 _CLOSING_SLICES = 4  # slices of the small segments' merge a closing index waits for
@@ -109,36 +113,75 @@ class Upkeep:
             try:
                 with closing(self._connect()) as conn:
                     conn.execute(f"PRAGMA busy_timeout = {_BUSY_SLICE_MS}")
-                    self._merge(conn, whole=merge_pending(conn))
+                    self._merge(conn)
                     if checkpoint and not closing_now:  # closing the index does it then
                         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             except sqlite3.Error as exc:  # the next upkeep, or commit, does it then
                 log.debug("upkeep of the index failed: %s", exc)
 
-    def _merge(self, conn: sqlite3.Connection, whole: bool) -> None:
-        """A whole merge stops when the index is closed (the next start takes it up);
-        the small segments' merge is done first, but for a few slices at most."""
-        pages = -MERGE_SLICE_PAGES if whole else MERGE_SLICE_PAGES
+    def _merge(self, conn: sqlite3.Connection) -> None:
+        """Merge in slices, each once writes have paused: a whole merge (started once,
+        then taken on where it stopped, at the next start too) or the small segments'
+        merge. A closing index leaves a whole merge to the next start, and does a few
+        slices of the small segments' merge."""
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (_MERGE_KEY,)).fetchone()
+        whole = None if row is None else str(row[0])
+        if whole is not None and self._stopping.is_set():
+            return
+        if whole != _STARTED and whole is not None and not self._start_whole(conn):
+            return
         for table in MERGED_TABLES:
             slices = 0
-            while (worked := self._slice(conn, table, pages)) is not False:
-                slices += 1
-                if self._stopping.is_set() and (whole or slices >= _CLOSING_SLICES):
+            while True:
+                self._wait_for_pause()
+                if self._stopping.is_set() and (whole is not None or slices >= _CLOSING_SLICES):
                     return
-                if worked is None:  # the write lock was busy: look up again
-                    continue
-        if whole:
+                worked = self._slice(conn, table)
+                if worked is False:
+                    break
+                slices += 1
+        if whole is not None:
             with _transaction(conn):
                 conn.execute("DELETE FROM meta WHERE key = ?", (_MERGE_KEY,))
             log.info("merged the search index's segments")
 
-    def _slice(self, conn: sqlite3.Connection, table: str, pages: int) -> bool | None:
-        """One slice of a merge of `table`: whether it found segments to merge (FTS5
+    def _wait_for_pause(self) -> None:
+        """Wait until writes have paused for `TIDY_AFTER_S` (or the index closes)."""
+        with self._lock:
+            pause = self._due - time.monotonic()
+        if pause > 0:
+            self._stopping.wait(pause)
+
+    def _start_whole(self, conn: sqlite3.Connection) -> bool:
+        """Start the merge of every segment of each table (FTS5's `merge` with a negative
+        count, once: it would start over each time), and say so in `meta`, in one
+        transaction; False if the index closed first."""
+        while not self._stopping.is_set():
+            self._wait_for_pause()
+            try:
+                with _transaction(conn):
+                    for table in MERGED_TABLES:
+                        conn.execute(
+                            f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)",
+                            (-MERGE_SLICE_PAGES,),
+                        )
+                    conn.execute("UPDATE meta SET value = ? WHERE key = ?", (_STARTED, _MERGE_KEY))
+                return True
+            except sqlite3.OperationalError as exc:
+                if not repair.is_busy(exc):
+                    raise
+        return False
+
+    def _slice(self, conn: sqlite3.Connection, table: str) -> bool | None:
+        """One slice of a merge of `table` (FTS5 goes on with a merge it has started, else
+        merges a level of two or more segments): whether it found one to do (FTS5
         changes at least two rows when it does), or None when the write lock was busy."""
         try:
             with _transaction(conn):
                 before = conn.total_changes
-                conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (pages,))
+                conn.execute(
+                    f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (MERGE_SLICE_PAGES,)
+                )
                 return conn.total_changes - before >= 2
         except sqlite3.OperationalError as exc:
             if not repair.is_busy(exc):
