@@ -76,8 +76,12 @@ class AppState:
 
     def in_step(self) -> bool:
         """Whether what this process holds in memory is what the index holds: nothing
-        to load again, nothing another process committed since it last looked."""
-        return not self.stale and self.index.data_version() == self.data_version
+        to load again, nothing another process committed since it last looked. False
+        when the index cannot tell (an operation then meets and heals what is wrong)."""
+        try:
+            return not self.stale and self.index.data_version() == self.data_version
+        except sqlite3.Error:
+            return False
 
     def close(self) -> None:
         """Stop the watcher and close the index."""
