@@ -70,7 +70,7 @@ class Terms:
         self.languages = languages
         self.exact_count = exact_count  # pages per term counted one by one
         self.held: set[str] = set()  # the inflections and stems of its words the vault holds
-        self.counts: dict[tuple[str, int], int] = {}  # pages matching, up to a cap
+        self.counts: dict[str, tuple[int, int]] = {}  # pages matching, and the cap counted to
 
     def resolve(
         self, wanted: list[terms.Term], prefix: terms.Term | None, limit: int
@@ -118,11 +118,13 @@ class Terms:
         return resolved
 
     def count(self, match: str, cap: int) -> int:
-        """How many pages match, counted up to `cap`, each statement once a search."""
-        count = self.counts.get((match, cap))
-        if count is None:
-            count = self.counts[match, cap] = self.table.count(match, cap)
-        return count
+        """How many pages match, counted up to `cap`, each statement once a search: a
+        count up to a higher cap answers for a lower one (a term's own count, for a
+        statement of that one term)."""
+        count = self.counts.get(match)
+        if count is None or (count[0] == count[1] and count[1] < cap):  # none, or too low
+            count = self.counts[match] = (self.table.count(match, cap), cap)
+        return min(count[0], cap)
 
     def _others(self, term: terms.Term) -> tuple[list[str], list[str]]:
         """A word's other inflections and its stems in the other languages, as FTS5
