@@ -569,7 +569,8 @@ def test_the_command_scripts_import_no_command_line_until_called() -> None:
         "lore-mcp": "lore_mcp.console:mcp_main",
         "lore": "lore_mcp.console:lore_main",
     }
-    heavy = "{'mcp', 'pydantic', 'rich', 'networkx', 'lore_mcp.cli'}"
+    command_line = ["cli", "cli_parser", "cli_options", "cli_io", "commands"]
+    heavy = {"mcp", "pydantic", "rich", "networkx", *(f"lore_mcp.{m}" for m in command_line)}
     code = f"import sys, lore_mcp.console; print(sorted(set(sys.modules) & {heavy}))"
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "[]"

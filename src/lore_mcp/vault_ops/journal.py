@@ -8,9 +8,9 @@ to put in place, the files to remove, and the audit record), and appends the aud
 record. **The appended record is the commit point.** What follows (moving files,
 renaming temp files over pages, removing them) needs no space. So:
 
-- a failure before the commit point is undone (`Change.undo`: temp files, kept versions
-  and folders made for the write removed: `Change`), and the write fails having changed
-  nothing;
+- a failure before the commit point is undone (leaving a `Change` runs `plan.undo`:
+  temp files, kept versions and folders made for the write removed), and the write
+  fails having changed nothing;
   an audit log that cannot be written is such a failure;
 - a process killed before it leaves the journal and no record: the next write or start
   undoes it; killed after, the record is there and the next write or start finishes it
