@@ -49,7 +49,7 @@ def _left_to_merge(db: Path, table: str, pages: int = -1) -> bool:
 
 def _merge_called_for(db: Path) -> bool:
     with closing(sqlite3.connect(db)) as conn:
-        return upkeep.merge_pending(conn)
+        return upkeep.merge_called_for(conn) is not None
 
 
 @contextmanager

@@ -60,8 +60,9 @@ async def call(
     writes: bool = False,
     quick: bool = False,
 ) -> R:
-    """Run a vault operation on the vault `name` (None: the default) in a worker thread;
-    its failures become isError results, and its result names the vault. A cancelled
+    """Run a vault operation on the vault `name` (None: the default) in a worker thread
+    (a `quick` one on the event loop when it can run at once: see `_at_once`); its
+    failures become isError results, and its result names the vault. A cancelled
     call lets go of the thread at once (the operation still finishes, under the
     vault's lock)."""
     vaults = ctx.request_context.lifespan_context.vaults

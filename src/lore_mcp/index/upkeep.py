@@ -52,9 +52,11 @@ def merge_later(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '')", (_MERGE_KEY,))
 
 
-def merge_pending(conn: sqlite3.Connection) -> bool:
-    row = conn.execute("SELECT 1 FROM meta WHERE key = ?", (_MERGE_KEY,)).fetchone()
-    return row is not None
+def merge_called_for(conn: sqlite3.Connection) -> str | None:
+    """Where a whole merge stands: None when none is called for, else '' until FTS5
+    has started it and `_STARTED` after."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_MERGE_KEY,)).fetchone()
+    return None if row is None else str(row[0])
 
 
 class Upkeep:
@@ -124,8 +126,7 @@ class Upkeep:
         then taken on where it stopped, at the next start too) or the small segments'
         merge. A closing index leaves a whole merge to the next start, and does a few
         slices of the small segments' merge."""
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (_MERGE_KEY,)).fetchone()
-        whole = None if row is None else str(row[0])
+        whole = merge_called_for(conn)
         if whole is not None and self._stopping.is_set():
             return
         if whole != _STARTED and whole is not None and not self._start_whole(conn):
@@ -156,37 +157,46 @@ class Upkeep:
         """Start the merge of every segment of each table (FTS5's `merge` with a negative
         count, once: it would start over each time), and say so in `meta`, in one
         transaction; False if the index closed first."""
+
+        def start() -> bool:
+            for table in MERGED_TABLES:
+                _merge_command(conn, table, -MERGE_SLICE_PAGES)
+            conn.execute("UPDATE meta SET value = ? WHERE key = ?", (_STARTED, _MERGE_KEY))
+            return True
+
         while not self._stopping.is_set():
             self._wait_for_pause()
-            try:
-                with _transaction(conn):
-                    for table in MERGED_TABLES:
-                        conn.execute(
-                            f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)",
-                            (-MERGE_SLICE_PAGES,),
-                        )
-                    conn.execute("UPDATE meta SET value = ? WHERE key = ?", (_STARTED, _MERGE_KEY))
+            if _unless_busy(conn, start):
                 return True
-            except sqlite3.OperationalError as exc:
-                if not repair.is_busy(exc):
-                    raise
         return False
 
     def _slice(self, conn: sqlite3.Connection, table: str) -> bool | None:
         """One slice of a merge of `table` (FTS5 goes on with a merge it has started, else
         merges a level of two or more segments): whether it found one to do (FTS5
         changes at least two rows when it does), or None when the write lock was busy."""
-        try:
-            with _transaction(conn):
-                before = conn.total_changes
-                conn.execute(
-                    f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (MERGE_SLICE_PAGES,)
-                )
-                return conn.total_changes - before >= 2
-        except sqlite3.OperationalError as exc:
-            if not repair.is_busy(exc):
-                raise
-            return None
+
+        def merge() -> bool:
+            before = conn.total_changes
+            _merge_command(conn, table, MERGE_SLICE_PAGES)
+            return conn.total_changes - before >= 2
+
+        return _unless_busy(conn, merge)
+
+
+def _merge_command(conn: sqlite3.Connection, table: str, pages: int) -> None:
+    conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (pages,))
+
+
+def _unless_busy(conn: sqlite3.Connection, work: Callable[[], bool]) -> bool | None:
+    """`work` in a write transaction of its own; None when the write lock stayed busy
+    (for `_BUSY_SLICE_MS`), and nothing was done."""
+    try:
+        with _transaction(conn):
+            return work()
+    except sqlite3.OperationalError as exc:
+        if not repair.is_busy(exc):
+            raise
+        return None
 
 
 @contextmanager
