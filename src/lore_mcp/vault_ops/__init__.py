@@ -10,6 +10,7 @@ graph, networkx, the history).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,6 +18,11 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    # `from lore_mcp.vault_ops import sync` looks for the attribute before it imports the
+    # module: a module's name is left to the import (loading `api` here, in the middle of
+    # importing one of the modules it needs, would find that one half made).
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     api = importlib.import_module("lore_mcp.vault_ops.api")
     if name not in api.__all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
