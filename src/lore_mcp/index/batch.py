@@ -1,4 +1,5 @@
-"""Queries over many values, a few hundred at a time (SQLite limits a query's parameters)."""
+"""Statements over many values, a few hundred at a time (SQLite limits a statement's
+parameters): queries, and inserts of many rows a statement."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 CHUNK = 500
+INSERT_ROWS = 500  # rows an `insert_at_once` statement holds at most
 
 
 def select_in(
@@ -23,3 +25,19 @@ def execute_in(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> Non
     """`select_in` for a statement that returns no rows (a DELETE)."""
     for _ in select_in(conn, sql, values):
         pass
+
+
+def insert_at_once(
+    conn: sqlite3.Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> None:
+    """Insert `rows` into `table` a few hundred at a time, each few hundred one statement
+    with a row of values each. `executemany` runs a statement a row and takes Python's
+    global lock back between any two of them; this holds it only to bind the values,
+    so that a thread inserting many rows runs beside the others (see `fill`)."""
+    width = len(columns)
+    most = max(1, min(INSERT_ROWS, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+    head = f"INSERT INTO {table}({', '.join(columns)}) VALUES "
+    row = f"({', '.join('?' * width)})"
+    for start in range(0, len(rows), most):
+        chunk = rows[start : start + most]
+        conn.execute(head + ", ".join([row] * len(chunk)), [v for values in chunk for v in values])

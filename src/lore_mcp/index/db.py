@@ -18,12 +18,13 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager, suppress
+from functools import partial
 from pathlib import Path
 
 from lore_mcp.config import BUSY_TIMEOUT_S, LARGE_PASS_CACHE_KIB
 from lore_mcp.errors import VaultBusyError
-from lore_mcp.index import repair, upkeep
-from lore_mcp.index.links import LinkTable
+from lore_mcp.index import fill, repair, upkeep
+from lore_mcp.index.links import LinkRow, LinkTable
 from lore_mcp.index.pages import PageRow, PageTable
 from lore_mcp.index.schema import (
     LATER_INDEXES,
@@ -60,9 +61,10 @@ class Index:
         self.busy_timeout = BUSY_TIMEOUT_S  # how long a write waits for the lock
         self.heals = 0  # how often a call found this index damaged and it was replaced
         self._upkeep = upkeep.Upkeep(self._connect)  # see `upkeep_soon`
-        # Inside `filling` of an index with no rows at all: every page written is new to
-        # it, so that no row of it is there to replace or delete first.
-        self.fresh = False
+        # Inside `filling` of an index with no rows at all, the thread that writes the
+        # pages (see `fill`), and the id the next page written gets.
+        self._filler: fill.Filler | None = None
+        self._next_id = 1
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
@@ -175,42 +177,81 @@ class Index:
 
     # -- pages with their text ----------------------------------------------------------
 
+    @property
+    def fresh(self) -> bool:
+        """Inside `filling` of an index that held no rows at all: every page written is
+        new to it, so that no row of it is there to replace or delete first."""
+        return self._filler is not None
+
     def put_pages(
         self,
         pages: Sequence[tuple[PageRow, SearchText | None]],
         aliases: Mapping[str, Sequence[str]] | None = None,
         tags: Mapping[str, Sequence[str]] | None = None,
+        links: Sequence[LinkRow] = (),
     ) -> None:
         """Insert or replace page rows, with their aliases and tags; a search text (real
-        pages: see `search.search_text`) replaces the page's."""
-        fresh = self.fresh
-        ids = self.pages.upsert([row for row, _ in pages], aliases, tags, fresh=fresh)
-        texts = ((ids[row.key], text) for row, text in pages if text is not None)
-        self.search.put(texts, fresh=fresh)
+        pages: see `search.search_text`) replaces the page's; `links` (held by these
+        pages, resolved) are added. While `fresh`, this is handed to the filling thread
+        (see `filling`) and returns at once."""
+        if self._filler is not None:
+            first, self._next_id = self._next_id, self._next_id + len(pages)
+            write = partial(self._insert_new, pages, aliases or {}, tags or {}, links, first)
+            self._filler.submit(write)
+            return
+        ids = self.pages.upsert([row for row, _ in pages], aliases, tags)
+        self.search.put((ids[row.key], text) for row, text in pages if text is not None)
+        self.links.add(links)
+
+    def _insert_new(
+        self,
+        pages: Sequence[tuple[PageRow, SearchText | None]],
+        aliases: Mapping[str, Sequence[str]],
+        tags: Mapping[str, Sequence[str]],
+        links: Sequence[LinkRow],
+        first_id: int,
+    ) -> None:
+        ids = self.pages.insert_new([row for row, _ in pages], aliases, tags, first_id)
+        self.search.insert_new((ids[row.key], text) for row, text in pages if text is not None)
+        self.links.insert_new(links)
 
     def delete_pages(self, keys: Sequence[str]) -> None:
         self.search.delete(list(self.pages.ids(keys).values()))
         self.pages.delete(keys)
 
     @contextmanager
-    def filling(self) -> Iterator[None]:
+    def filling(self, *, thread: bool = True) -> Iterator[None]:
         """Around filling an empty index with every page, in the caller's transaction:
         the indexes on names, slugs, times, tags and where links lead are made once at
         the end, by a sort, instead of written into at each insert (a write at a random
         place of their B-trees a row: at 100,000 pages, much of a first index's time).
-        Meanwhile a lookup by them reads the whole table. A failure leaves them to the
-        caller's rollback."""
+        Meanwhile a lookup by them reads the whole table. An index that held no rows at
+        all is `fresh`: its pages are written a few statements a table and batch, by a
+        thread of its own unless `thread` is false (see `fill`), and until the end only
+        `put_pages` and `forget_moves` may use the index. A failure leaves what was
+        written to the caller's rollback."""
         for name in LATER_INDEXES:
             self._conn.execute(f"DROP INDEX IF EXISTS {name}")
         # Rows left where no page is (a damaged index) are deleted as each page is written.
-        self.fresh = not any(
+        fresh = not any(
             self._conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]
             for table in PAGE_TABLES
         )
+        if fresh:
+            sql = "SELECT coalesce(max(id), 0) + 1 FROM pages"
+            self._next_id = int(self._conn.execute(sql).fetchone()[0])
+            self._filler = fill.Filler(thread=thread)
         try:
             yield
+        except BaseException:
+            if self._filler is not None:
+                self._filler.abandon()
+            raise
+        else:
+            if self._filler is not None:
+                self._filler.finish()
         finally:
-            self.fresh = False
+            self._filler = None
         make_indexes(self._conn)
 
     @contextmanager
@@ -376,7 +417,14 @@ class Index:
 
     def forget_moves(self, keys: Iterable[str]) -> None:
         """Forget the renames away from these path keys (a page is there again). One
-        look when no rename is remembered, as in a first index."""
+        look when no rename is remembered, as in a first index (whose filling thread it
+        is handed to, see `filling`)."""
+        if self._filler is not None:
+            self._filler.submit(partial(self._forget_moves, list(keys)))
+            return
+        self._forget_moves(keys)
+
+    def _forget_moves(self, keys: Iterable[str]) -> None:
         wanted = [(_MOVED + key,) for key in keys]
         remembered = self._conn.execute(
             "SELECT 1 FROM meta WHERE key >= ? AND key < ? LIMIT 1", (_MOVED, _MOVED_END)

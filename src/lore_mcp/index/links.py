@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from lore_mcp.index.batch import execute_in, select_in
+from lore_mcp.index.batch import execute_in, insert_at_once, select_in
 
 # The indexes on where links lead, by name: made once at the end of a first index (see
 # `Index.filling`), kept up at each write after.
@@ -79,6 +79,10 @@ class LinkTable:
             f"INSERT INTO links({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (row[:10] for row in rows),
         )
+
+    def insert_new(self, rows: Sequence[LinkRow]) -> None:
+        """`add`, in one statement (see `batch.insert_at_once`)."""
+        insert_at_once(self._conn, "links", _COLUMNS.split(", "), [row[:10] for row in rows])
 
     def delete_from(self, sources: Sequence[str]) -> None:
         execute_in(self._conn, "DELETE FROM links WHERE source IN ({})", sources)

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from lore_mcp.index.batch import execute_in, select_in
+from lore_mcp.index.batch import execute_in, insert_at_once, select_in
 from lore_mcp.slugs import path_key, slug_from_path
 
 # Indexes made once at the end of a first index (see `Index.filling`), kept up at each
@@ -93,6 +93,45 @@ def _slug(row: PageRow) -> str:
     return slug_from_path(row.key) or row.key
 
 
+def _values(row: PageRow) -> tuple[str | int | None, ...]:
+    """A row's values in the order of `_COLUMNS`, then its slug."""
+    return (
+        row.key,
+        row.title,
+        row.path,
+        row.size,
+        row.mtime_ns,
+        row.hash,
+        int(row.bad_utf8),
+        row.inode,
+        row.ctime_ns,
+        _slug(row),
+    )
+
+
+class _Found:
+    """The rows of the tables pages are found by, for these pages with these ids: their
+    aliases, tags (lowercased), names (`name_keys`) and the trigram table's text."""
+
+    def __init__(
+        self,
+        rows: Sequence[PageRow],
+        aliases: Mapping[str, Sequence[str]],
+        tags: Mapping[str, Sequence[str]],
+        ids: Mapping[str, int],
+    ) -> None:
+        keys = [row.key for row in rows]
+        self.aliases = [(k, a) for k in keys for a in aliases.get(k, ())]
+        self.tags = [(k, t.lower()) for k in keys for t in tags.get(k, ())]
+        names = {row.key: sorted(name_keys(row, aliases.get(row.key, ()))) for row in rows}
+        self.names = [(name, key) for key, found in names.items() for name in found]
+        # The trigram table holds one row a page (its id): what substrings are found in.
+        # FTS5 reads a text only up to a NUL, so a NUL is stored as a line break.
+        self.trigrams = sorted(
+            (ids[key], "\n".join(found).replace("\x00", "\n")) for key, found in names.items()
+        )
+
+
 def _row(row: Any) -> PageRow:
     key, title, path, size, mtime_ns, hash_, bad, inode, ctime_ns = row
     return PageRow(key, title, path, size, mtime_ns, hash_, bool(bad), inode, ctime_ns)
@@ -107,61 +146,48 @@ class PageTable:
         rows: Sequence[PageRow],
         aliases: Mapping[str, Sequence[str]] | None = None,
         tags: Mapping[str, Sequence[str]] | None = None,
-        *,
-        fresh: bool = False,
     ) -> dict[str, int]:
-        """Insert or replace rows by key, with their aliases and tags; their ids, by key.
-        `fresh` says none of these pages is in the table yet (nothing to delete first)."""
+        """Insert or replace rows by key, with their aliases and tags; their ids, by key."""
         aliases, tags = aliases or {}, tags or {}
         self._conn.executemany(
             f"INSERT INTO pages({_COLUMNS}, slug) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(key) DO UPDATE SET title=excluded.title, path=excluded.path, "
             "size=excluded.size, mtime_ns=excluded.mtime_ns, hash=excluded.hash, "
             "bad_utf8=excluded.bad_utf8, inode=excluded.inode, ctime_ns=excluded.ctime_ns",
-            [
-                (
-                    r.key,
-                    r.title,
-                    r.path,
-                    r.size,
-                    r.mtime_ns,
-                    r.hash,
-                    int(r.bad_utf8),
-                    r.inode,
-                    r.ctime_ns,
-                    _slug(r),
-                )
-                for r in rows
-            ],
+            [_values(row) for row in rows],
         )
         keys = [row.key for row in rows]
-        if not fresh:
-            for table in ("aliases", "tags", "names"):
-                self._delete_pages(table, keys)
-        self._conn.executemany(
-            "INSERT INTO aliases VALUES (?, ?)", [(k, a) for k in keys for a in aliases.get(k, ())]
-        )
-        self._conn.executemany(
-            "INSERT INTO tags VALUES (?, ?)",
-            [(k, t.lower()) for k in keys for t in tags.get(k, ())],
-        )
-        names = {row.key: name_keys(row, aliases.get(row.key, ())) for row in rows}
-        self._conn.executemany(
-            "INSERT INTO names(name, page) VALUES (?, ?)",
-            ((name, key) for key, found in names.items() for name in sorted(found)),
-        )
+        for table in ("aliases", "tags", "names"):
+            self._delete_pages(table, keys)
         ids = self.ids(keys)
-        # The trigram table holds one row a page (its id): what substrings are found in.
-        # FTS5 reads a text only up to a NUL, so a NUL is stored as a line break.
-        ordered = sorted(
-            (ids[key], "\n".join(sorted(found)).replace("\x00", "\n"))
-            for key, found in names.items()
+        found = _Found(rows, aliases, tags, ids)
+        self._conn.executemany("INSERT INTO aliases VALUES (?, ?)", found.aliases)
+        self._conn.executemany("INSERT INTO tags VALUES (?, ?)", found.tags)
+        self._conn.executemany("INSERT INTO names(name, page) VALUES (?, ?)", found.names)
+        self._conn.executemany(
+            "DELETE FROM names_text WHERE rowid = ?", [(i,) for i, _ in found.trigrams]
         )
-        if not fresh:
-            self._conn.executemany(
-                "DELETE FROM names_text WHERE rowid = ?", [(i,) for i, _ in ordered]
-            )
-        self._conn.executemany("INSERT INTO names_text(rowid, text) VALUES (?, ?)", ordered)
+        self._conn.executemany("INSERT INTO names_text(rowid, text) VALUES (?, ?)", found.trigrams)
+        return ids
+
+    def insert_new(
+        self,
+        rows: Sequence[PageRow],
+        aliases: Mapping[str, Sequence[str]],
+        tags: Mapping[str, Sequence[str]],
+        first_id: int,
+    ) -> dict[str, int]:
+        """Insert rows that are new to every table, with their aliases and tags, a few
+        statements in all (see `batch.insert_at_once`); their ids, from `first_id` on in
+        the order given."""
+        ids = {row.key: first_id + n for n, row in enumerate(rows)}
+        found = _Found(rows, aliases, tags, ids)
+        columns = ("id", *_COLUMNS.split(", "), "slug")
+        insert_at_once(self._conn, "pages", columns, [(ids[r.key], *_values(r)) for r in rows])
+        insert_at_once(self._conn, "aliases", ("page", "alias"), found.aliases)
+        insert_at_once(self._conn, "tags", ("page", "tag"), found.tags)
+        insert_at_once(self._conn, "names", ("name", "page"), found.names)
+        insert_at_once(self._conn, "names_text", ("rowid", "text"), found.trigrams)
         return ids
 
     def _delete_pages(self, table: str, keys: Sequence[str]) -> None:

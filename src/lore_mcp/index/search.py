@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from lore_mcp.index import terms
-from lore_mcp.index.batch import select_in
+from lore_mcp.index.batch import insert_at_once, select_in
 from lore_mcp.index.languages import STEMMED, STEMS, page_language
 from lore_mcp.index.stems import TOKENIZER, Stemmer
 
@@ -87,6 +87,18 @@ def _symbols(title: str, aliases: Sequence[str], body: str) -> tuple[tuple[str, 
     return tuple((w, in_text[w], w in in_names) for w in sorted(in_text.keys() | in_names.keys()))
 
 
+def _rows(
+    documents: Iterable[tuple[int, SearchText]],
+) -> tuple[list[tuple[int, str, str, str, str]], list[tuple[str, int, int, bool]]]:
+    """The rows of the search tables for these (id, text): in rowid order, since FTS5
+    flushes its pending terms whenever a rowid is lower than the one written before, and
+    many small flushes make the index slow to build."""
+    ordered = sorted(documents, key=lambda document: document[0])
+    texts = [(rowid, *text[:4]) for rowid, text in ordered]
+    symbols = [(w, rowid, n, named) for rowid, text in ordered for w, n, named in text.symbols]
+    return texts, symbols
+
+
 class SearchRow(NamedTuple):
     key: str  # the page's path
     title: str
@@ -111,22 +123,23 @@ class SearchTable:
 
     # -- writes ---------------------------------------------------------------------
 
-    def put(self, documents: Iterable[tuple[int, SearchText]], *, fresh: bool = False) -> None:
-        """Replace the search text of the pages with these (id, text); `fresh` says
-        none of them has one yet."""
-        # In rowid order: FTS5 flushes its pending terms whenever a rowid is lower than
-        # the one written before, and many small flushes make the index slow to build.
-        ordered = sorted(documents, key=lambda document: document[0])
-        if not fresh:
-            self.delete([rowid for rowid, _ in ordered])
+    def put(self, documents: Iterable[tuple[int, SearchText]]) -> None:
+        """Replace the search text of the pages with these (id, text)."""
+        texts, symbols = _rows(documents)
+        self.delete([row[0] for row in texts])
         self._conn.executemany(
-            "INSERT INTO fts(rowid, names, headings, body, stems) VALUES (?, ?, ?, ?, ?)",
-            [(rowid, *text[:4]) for rowid, text in ordered],
+            "INSERT INTO fts(rowid, names, headings, body, stems) VALUES (?, ?, ?, ?, ?)", texts
         )
         self._conn.executemany(
-            "INSERT INTO symbols(word, page, count, named) VALUES (?, ?, ?, ?)",
-            [(w, rowid, n, named) for rowid, text in ordered for w, n, named in text.symbols],
+            "INSERT INTO symbols(word, page, count, named) VALUES (?, ?, ?, ?)", symbols
         )
+
+    def insert_new(self, documents: Iterable[tuple[int, SearchText]]) -> None:
+        """Insert the search text of pages that have none yet, a statement a table (see
+        `batch.insert_at_once`)."""
+        texts, symbols = _rows(documents)
+        insert_at_once(self._conn, "fts", ("rowid", "names", "headings", "body", "stems"), texts)
+        insert_at_once(self._conn, "symbols", ("word", "page", "count", "named"), symbols)
 
     def delete(self, ids: Sequence[int]) -> None:
         rows = [(i,) for i in ids]

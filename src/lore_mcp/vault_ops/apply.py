@@ -46,6 +46,7 @@ def apply(
     coming: Iterable[str] = (),
     *,
     filling: bool = False,
+    fill_thread: bool = True,
 ) -> Applied:
     """Put `pages` into the index and graph and take the pages at the paths `removals`
     out.
@@ -53,7 +54,9 @@ def apply(
     `pages` may be read lazily; `coming` names the paths it may bring, so that links to
     them resolve at once, whichever page comes first. A path announced and never
     brought is taken out at the end, as a removal. `filling` says the index is empty and
-    `coming` is every page: some of its indexes are made once, at the end."""
+    `coming` is every page: some of its indexes are made once, at the end, and its
+    pages are written by a thread of their own unless `fill_thread` is false (see
+    `Index.filling`)."""
     index = vault.index
     vault.generation += 1
     candidates: set[str] = set()  # keys whose placeholder status may change
@@ -63,7 +66,7 @@ def apply(
     announced = {path for path in coming if path not in vault.pages}
     vault.pages.update(announced)
     touched |= _reresolve(vault, announced, candidates)
-    with index.filling() if filling else nullcontext():
+    with index.filling(thread=fill_thread) if filling else nullcontext():
         written = _put(
             vault,
             pages,
@@ -102,7 +105,7 @@ def _put(
         new = {path for path in paths if path not in vault.pages}
         vault.pages.update(new)
         # A page is there again: no write by that name is one to a page renamed away.
-        index.forget_moves(path_key(p) for p in paths if p in new or p in announced)
+        index.forget_moves([path_key(p) for p in paths if p in new or p in announced])
         for page in batch:
             vault.aliases.give(page.row.key, page.aliases)
         touched.update(_reresolve(vault, new, candidates))
@@ -116,8 +119,8 @@ def _put(
             [(page.row, page.search) for page in batch],
             aliases={page.row.key: page.aliases for page in batch},
             tags={page.row.key: page.tags for page in batch},
+            links=rows,
         )
-        index.links.add(rows)
         brought.update(paths)
         touched.update(paths)
         if len(touched) <= RELOAD_OVER:  # beyond that the graph is loaded afresh instead

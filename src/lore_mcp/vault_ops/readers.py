@@ -43,7 +43,7 @@ def read_many(
     a first index). If a worker fails to start or dies, the rest is read here. The
     workers end with this process, even when it is killed (see `_end_with_parent`)."""
     seen = _seen(root, stamps or {})
-    if len(rel_paths) < READER_PASS_FILES or readers < 1:
+    if not in_workers(len(rel_paths), readers):
         parsed = ahead or {}
         yield from (
             (rel, read_page_file(root, rel, others, parsed.get(rel), seen.get(rel)))
@@ -67,6 +67,11 @@ def read_many(
     except (BrokenProcessPool, OSError) as exc:
         log.warning("reading pages in worker processes failed (%s); reading the rest here", exc)
         yield from ((rel, read_page_file(root, rel, others)) for rel in rel_paths[done:])
+
+
+def in_workers(files: int, readers: int) -> bool:
+    """Whether `read_many` reads this many files in worker processes."""
+    return files >= READER_PASS_FILES and readers >= 1
 
 
 _Chunk = list[tuple[str, Seen | None]]

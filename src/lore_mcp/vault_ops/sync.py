@@ -24,7 +24,7 @@ from lore_mcp.vault_ops.files import Stamp, scan_files
 from lore_mcp.vault_ops.outside import Change, record, remember
 from lore_mcp.vault_ops.pagefile import OtherFiles, Parsed, same_bytes
 from lore_mcp.vault_ops.paths import real_path
-from lore_mcp.vault_ops.readers import read_many
+from lore_mcp.vault_ops.readers import in_workers, read_many
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,15 @@ def _sync_unguarded(
                 progress(done, len(plan.todo))
 
     with vault.index.large_cache() if len(plan.todo) >= LARGE_PASS_FILES else nullcontext():
-        applied = apply(vault, pages(), plan.removals, coming=plan.todo, filling=plan.cold)
+        applied = apply(
+            vault,
+            pages(),
+            plan.removals,
+            coming=plan.todo,
+            filling=plan.cold,
+            # Worker processes keep the second core busy already.
+            fill_thread=not in_workers(len(plan.todo), vault.readers),
+        )
     if vanished:
         more = apply(vault, [], vanished)
         applied.created += more.created
