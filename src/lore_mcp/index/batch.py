@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 CHUNK = 500
-INSERT_ROWS = 500  # rows an `insert_at_once` statement holds at most
+INSERT_ROWS = 512  # rows an `insert_at_once` statement holds at most
 
 
 def select_in(
@@ -33,11 +33,18 @@ def insert_at_once(
     """Insert `rows` into `table` a few hundred at a time, each few hundred one statement
     with a row of values each. `executemany` runs a statement a row and takes Python's
     global lock back between any two of them; this holds it only to bind the values,
-    so that a thread inserting many rows runs beside the others (see `fill`)."""
+    so that a thread inserting many rows runs beside the others (see `fill`).
+
+    A statement holds a power of two of rows, so that few of them are made and kept in
+    the connection's cache of statements (each holds its program, which grows with its
+    rows, and the last values bound to it)."""
     width = len(columns)
-    most = max(1, min(INSERT_ROWS, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+    most = min(INSERT_ROWS, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width)
     head = f"INSERT INTO {table}({', '.join(columns)}) VALUES "
     row = f"({', '.join('?' * width)})"
-    for start in range(0, len(rows), most):
-        chunk = rows[start : start + most]
-        conn.execute(head + ", ".join([row] * len(chunk)), [v for values in chunk for v in values])
+    start = 0
+    while start < len(rows):
+        size = 1 << (min(len(rows) - start, max(1, most)).bit_length() - 1)
+        chunk = rows[start : start + size]
+        conn.execute(head + ", ".join([row] * size), [v for values in chunk for v in values])
+        start += size

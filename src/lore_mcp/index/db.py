@@ -61,8 +61,9 @@ class Index:
         self.busy_timeout = BUSY_TIMEOUT_S  # how long a write waits for the lock
         self.heals = 0  # how often a call found this index damaged and it was replaced
         self._upkeep = upkeep.Upkeep(self._connect)  # see `upkeep_soon`
-        # Inside `filling` of an index with no rows at all, the thread that writes the
-        # pages (see `fill`), and the id the next page written gets.
+        # Inside `filling` of an index with no rows at all: `fresh`, and the thread that
+        # writes the pages (see `fill`) with the id the next page written gets.
+        self._fresh = False
         self._filler: fill.Filler | None = None
         self._next_id = 1
         try:
@@ -181,7 +182,7 @@ class Index:
     def fresh(self) -> bool:
         """Inside `filling` of an index that held no rows at all: every page written is
         new to it, so that no row of it is there to replace or delete first."""
-        return self._filler is not None
+        return self._fresh
 
     def put_pages(
         self,
@@ -199,8 +200,10 @@ class Index:
             write = partial(self._insert_new, pages, aliases or {}, tags or {}, links, first)
             self._filler.submit(write)
             return
-        ids = self.pages.upsert([row for row, _ in pages], aliases, tags)
-        self.search.put((ids[row.key], text) for row, text in pages if text is not None)
+        fresh = self._fresh
+        ids = self.pages.upsert([row for row, _ in pages], aliases, tags, fresh=fresh)
+        texts = ((ids[row.key], text) for row, text in pages if text is not None)
+        self.search.put(texts, fresh=fresh)
         self.links.add(links)
 
     def _insert_new(
@@ -226,21 +229,21 @@ class Index:
         the end, by a sort, instead of written into at each insert (a write at a random
         place of their B-trees a row: at 100,000 pages, much of a first index's time).
         Meanwhile a lookup by them reads the whole table. An index that held no rows at
-        all is `fresh`: its pages are written a few statements a table and batch, by a
-        thread of its own unless `thread` is false (see `fill`), and until the end only
-        `put_pages` and `forget_moves` may use the index. A failure leaves what was
-        written to the caller's rollback."""
+        all is `fresh`. Its pages are then written by a thread of its own, a few
+        statements a table and batch, unless `thread` is false (see `fill`); until the
+        end, only `put_pages` and `forget_moves` may use the index. A failure leaves
+        what was written to the caller's rollback."""
         for name in LATER_INDEXES:
             self._conn.execute(f"DROP INDEX IF EXISTS {name}")
         # Rows left where no page is (a damaged index) are deleted as each page is written.
-        fresh = not any(
+        self._fresh = fresh = not any(
             self._conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]
             for table in PAGE_TABLES
         )
-        if fresh:
+        if fresh and thread:
             sql = "SELECT coalesce(max(id), 0) + 1 FROM pages"
             self._next_id = int(self._conn.execute(sql).fetchone()[0])
-            self._filler = fill.Filler(thread=thread)
+            self._filler = fill.Filler()
         try:
             yield
         except BaseException:
@@ -251,7 +254,7 @@ class Index:
             if self._filler is not None:
                 self._filler.finish()
         finally:
-            self._filler = None
+            self._fresh, self._filler = False, None
         make_indexes(self._conn)
 
     @contextmanager

@@ -27,25 +27,17 @@ class Filler:
     stops the rest; its exception is raised in the thread that hands over the next one,
     or that finishes."""
 
-    def __init__(self, *, thread: bool = True) -> None:
-        """With `thread` false, each write is made at once, in the thread that hands it
-        over (a pass whose pages are read by other processes keeps both cores busy
-        already, and a thread more would only hold more pages in memory)."""
+    def __init__(self) -> None:
         self._queue: queue.Queue[Callable[[], object] | None] = queue.Queue(WAITING)
         self._failure: BaseException | None = None
         self._abandoned = False
-        self._thread: threading.Thread | None = None
-        if thread:
-            self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
+        self._thread.start()
 
     def submit(self, write: Callable[[], object]) -> None:
         """Hand over a write (waiting while `WAITING` are waiting already)."""
         self._raise_failure()
-        if self._thread is None:
-            write()
-        else:
-            self._queue.put(write)
+        self._queue.put(write)
 
     def finish(self) -> None:
         """Wait for every write handed over; raise the first one's failure."""
@@ -59,7 +51,7 @@ class Filler:
         self._end()
 
     def _end(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
+        if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()
 

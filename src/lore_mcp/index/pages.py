@@ -146,8 +146,11 @@ class PageTable:
         rows: Sequence[PageRow],
         aliases: Mapping[str, Sequence[str]] | None = None,
         tags: Mapping[str, Sequence[str]] | None = None,
+        *,
+        fresh: bool = False,
     ) -> dict[str, int]:
-        """Insert or replace rows by key, with their aliases and tags; their ids, by key."""
+        """Insert or replace rows by key, with their aliases and tags; their ids, by key.
+        `fresh` says none of these pages is in the table yet (nothing to delete first)."""
         aliases, tags = aliases or {}, tags or {}
         self._conn.executemany(
             f"INSERT INTO pages({_COLUMNS}, slug) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -157,16 +160,18 @@ class PageTable:
             [_values(row) for row in rows],
         )
         keys = [row.key for row in rows]
-        for table in ("aliases", "tags", "names"):
-            self._delete_pages(table, keys)
+        if not fresh:
+            for table in ("aliases", "tags", "names"):
+                self._delete_pages(table, keys)
         ids = self.ids(keys)
         found = _Found(rows, aliases, tags, ids)
         self._conn.executemany("INSERT INTO aliases VALUES (?, ?)", found.aliases)
         self._conn.executemany("INSERT INTO tags VALUES (?, ?)", found.tags)
         self._conn.executemany("INSERT INTO names(name, page) VALUES (?, ?)", found.names)
-        self._conn.executemany(
-            "DELETE FROM names_text WHERE rowid = ?", [(i,) for i, _ in found.trigrams]
-        )
+        if not fresh:
+            self._conn.executemany(
+                "DELETE FROM names_text WHERE rowid = ?", [(i,) for i, _ in found.trigrams]
+            )
         self._conn.executemany("INSERT INTO names_text(rowid, text) VALUES (?, ?)", found.trigrams)
         return ids
 

@@ -123,10 +123,12 @@ class SearchTable:
 
     # -- writes ---------------------------------------------------------------------
 
-    def put(self, documents: Iterable[tuple[int, SearchText]]) -> None:
-        """Replace the search text of the pages with these (id, text)."""
+    def put(self, documents: Iterable[tuple[int, SearchText]], *, fresh: bool = False) -> None:
+        """Replace the search text of the pages with these (id, text); `fresh` says
+        none of them has one yet."""
         texts, symbols = _rows(documents)
-        self.delete([row[0] for row in texts])
+        if not fresh:
+            self.delete([row[0] for row in texts])
         self._conn.executemany(
             "INSERT INTO fts(rowid, names, headings, body, stems) VALUES (?, ?, ?, ?, ?)", texts
         )

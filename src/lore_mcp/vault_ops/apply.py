@@ -21,7 +21,9 @@ from lore_mcp.slugs import Key, forget_cached, path_key, slug_from_path, suffixe
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.pagefile import Parsed, link_key
 
-BATCH = 500  # pages written to the index at a time by a pass over many files
+# Pages written to the index at a time by a pass over many files: a power of two, as
+# many as a statement of `index.batch.insert_at_once` holds (a page's search text in one).
+BATCH = 512
 RELOAD_OVER = 2000  # a change touching more pages than this loads the graph afresh
 
 
