@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
+from bisect import bisect_right
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -311,6 +313,23 @@ def test_lines_when_markdown_it_trims_whitespace_only_lines() -> None:
 def test_lines_with_any_line_ending(newline: str) -> None:
     markdown = newline.join(["# T", "", "[[a]]", "text", "- [[b]]", "", "> [[c]]", ""])
     assert lines(markdown) == [("a", 3), ("b", 5), ("c", 7)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet="ab \n\r", max_size=60),
+    st.lists(st.integers(min_value=0, max_value=60), max_size=12),
+)
+def test_line_and_its_text_of_any_offset_in_any_order(text: str, offsets: list[int]) -> None:
+    # The line of each offset asked, in any order, is where the line starts put it, and
+    # its text is that line's.
+    found = links.Scan(text)
+    starts = [0, *(m.end() for m in re.finditer(r"\r\n?|\n", text))]
+    lines = re.split(r"\r\n?|\n", text)
+    for offset in offsets:
+        assert found.line(offset) == bisect_right(starts, offset)
+        if offset < len(text) and text[offset] not in "\r\n":
+            assert found.line_at(offset) == lines[found.line(offset) - 1]
 
 
 # --- rewrite_links ------------------------------------------------------------------------

@@ -90,17 +90,29 @@ class Scan:
     regions: markdown.Regions = field(default_factory=list)
     frontmatter_end: int = 0
     _starts: list[int] = field(default_factory=list, repr=False)
+    _counted: tuple[int, int] | None = field(default=None, repr=False)  # (offset, line)
 
     def line(self, offset: int) -> int:
-        """The 1-based line of an offset in the text."""
-        self._starts = self._starts or markdown.line_starts(self.text)
-        return bisect_right(self._starts, offset)
+        """The 1-based line of an offset in the text. In a text without a carriage
+        return, the line breaks are counted on from the offset asked before when this
+        one is further on (links are found in order), with no list of every line."""
+        if self._counted is None and not self._starts:
+            if "\r" in self.text:
+                self._starts = markdown.line_starts(self.text)
+            else:
+                self._counted = (0, 1)
+        if self._counted is None:
+            return bisect_right(self._starts, offset)
+        at, line = self._counted if offset >= self._counted[0] else (0, 1)
+        line += self.text.count("\n", at, offset)
+        self._counted = (offset, line)
+        return line
 
-    def line_text(self, line: int) -> str:
-        """The 1-based line's text, without its line break."""
-        self._starts = self._starts or markdown.line_starts(self.text)
-        end = self._starts[line] if line < len(self._starts) else len(self.text)
-        return self.text[self._starts[line - 1] : end].rstrip("\r\n")
+    def line_at(self, offset: int) -> str:
+        """The text of the line holding `offset`, without its line break."""
+        text = self.text
+        start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
+        return text[start : markdown.line_end(text, offset, len(text))]
 
 
 def scan(text: str, *, full: bool = False) -> Scan:

@@ -159,7 +159,7 @@ def page_links(
             break
         context = contexts.get(link.line)
         if context is None:
-            context = contexts[link.line] = page.line_text(link.line).strip()[:MAX_CONTEXT_CHARS]
+            context = contexts[link.line] = page.line_at(link.start).strip()[:MAX_CONTEXT_CHARS]
         found.append(
             LinkRow(source, link.target, link.line, context, key.path, key.exact, key.fold, "")
         )
