@@ -14,12 +14,16 @@ from lore_mcp.vault_ops import files, pagefile
 def test_page_links_skip_same_page_links_attachments_and_empty_targets() -> None:
     text = "[[#Intro]] ![[chart.png]] [[..]]\n  [[./Sub/Note|alias]] and [[Other#Part]]  \n"
     context = "[[./Sub/Note|alias]] and [[Other#Part]]"
-    assert pagefile.page_links("folder/page", links.scan(text), None) == [
+    rows, keys = pagefile.page_links("folder/page", links.scan(text), None)
+    assert rows == [
         LinkRow(
             "folder/page", "./Sub/Note", 2, context, "folder/sub/note", True, "folder/sub/note", ""
         ),
         LinkRow("folder/page", "Other", 2, context, "other", False, "other", ""),
     ]
+    # Each with the key it resolves by, as a stored link's is made again.
+    assert keys == [pagefile.link_key(row) for row in rows]
+    assert [key.text for key in keys] == ["folder/Sub/Note", "Other"]
 
 
 def test_parse_gives_the_row_the_text_and_the_links() -> None:

@@ -120,10 +120,10 @@ def parse(
     )
     properties = frontmatter.split(text)
     found = links.scan(text)
-    edges = page_links(rel_path, found, others, limit=MAX_PAGE_LINKS + 1)
+    edges, keys = page_links(rel_path, found, others, limit=MAX_PAGE_LINKS + 1)
     if len(edges) > MAX_PAGE_LINKS:  # what one page may cost the index
         log.warning("%s: links after its %d-th are not indexed", rel_path, MAX_PAGE_LINKS)
-        del edges[MAX_PAGE_LINKS:]
+        del edges[MAX_PAGE_LINKS:], keys[MAX_PAGE_LINKS:]
     body = text[properties.end :]
     return Parsed(
         row,
@@ -132,7 +132,7 @@ def parse(
         properties.aliases,
         list(dict.fromkeys(tag for tag in [*properties.tags, *found.tags])),
         search_text(title, properties.aliases, body),
-        [link_key(edge) for edge in edges],
+        keys,
     )
 
 
@@ -143,11 +143,12 @@ def link_key(link: LinkRow) -> Key:
 
 def page_links(
     source: str, page: links.Scan, others: OtherFiles | None, limit: int | None = None
-) -> list[LinkRow]:
+) -> tuple[list[LinkRow], list[Key]]:
     """The links of the page `source` (its path) that can be graph edges, in order: not
     to a heading of the same page, not to an attachment, with a page-like target; the
-    first `limit` of them."""
+    first `limit` of them, with the key each resolves by (`link_key`)."""
     found: list[LinkRow] = []
+    keys: list[Key] = []
     contexts: dict[int, str] = {}  # each line's text is cut once, however many links it holds
     for link in page.links:
         if link.is_same_page or link.is_attachment or (others and others.holds(link.target)):
@@ -163,7 +164,8 @@ def page_links(
         found.append(
             LinkRow(source, link.target, link.line, context, key.path, key.exact, key.fold, "")
         )
-    return found
+        keys.append(key)
+    return found, keys
 
 
 class Unreadable(Exception):
