@@ -16,7 +16,7 @@ from lore_mcp import vault_ops as ops
 from lore_mcp.config import CACHE_DIR, DB_NAME, LORE_DIR
 from lore_mcp.errors import PageNotFoundError
 from lore_mcp.index import Index, PageRow, search_text
-from lore_mcp.index.db import MOVES_KEEP
+from lore_mcp.index.moves import MOVES_KEEP
 from lore_mcp.index.schema import SCHEMA_VERSION
 from lore_mcp.vault_ops import apply, sync
 from test_watcher import wait_until
@@ -250,13 +250,13 @@ def test_renames_are_remembered_boundedly(tmp_path: Path) -> None:
     try:
         with index.write():
             for i in range(MOVES_KEEP + 5):
-                index.record_move(f"draft {i}", f"Final {i}.md")
-            index.record_move("draft 7", "Other.md")  # the latest rename of a name wins
+                index.moves.record(f"draft {i}", f"Final {i}.md")
+            index.moves.record("draft 7", "Other.md")  # the latest rename of a name wins
             index.forget_moves(["draft 8", "never renamed"])
-        assert index.moved_to("draft 0") is None  # among the oldest, forgotten
-        assert index.moved_to(f"draft {MOVES_KEEP + 4}") == f"Final {MOVES_KEEP + 4}.md"
-        assert index.moved_to("draft 7") == "Other.md"
-        assert index.moved_to("draft 8") is None
+        assert index.moves.moved_to("draft 0") is None  # among the oldest, forgotten
+        assert index.moves.moved_to(f"draft {MOVES_KEEP + 4}") == f"Final {MOVES_KEEP + 4}.md"
+        assert index.moves.moved_to("draft 7") == "Other.md"
+        assert index.moves.moved_to("draft 8") is None
         kept = index._conn.execute("SELECT count(*) FROM meta WHERE key LIKE 'moved:%'")
         assert kept.fetchone()[0] <= MOVES_KEEP
     finally:

@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lore_mcp import links
-from lore_mcp.links import Link, extract_links, rewrite_links
+from lore_mcp.links import Link, extract_links
 from lore_mcp.markdown import line_text
 from lore_mcp.mentions import find_mentions
+from lore_mcp.rewrites import rewrite_links
 
 
 def written(link: Link) -> tuple[str, str | None, str | None, bool, int]:

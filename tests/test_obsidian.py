@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from conftest import write
 from helpers import assert_matches_fresh, placeholder_slugs
-from lore_mcp import links, vault_ops
+from lore_mcp import links, rewrites, vault_ops
 from lore_mcp.errors import LooseNameError
 from lore_mcp.markdown import parsed_regions, simple_regions
 from lore_mcp.vault_ops import AppState
@@ -293,7 +293,7 @@ def test_the_line_scan_is_the_full_parse_where_it_answers(text: str) -> None:
 @given(st.lists(st.sampled_from(PIECES), max_size=25).map("".join))
 def test_rewriting_every_link_changes_only_targets(text: str) -> None:
     found = [link for link in links.extract_links(text) if not link.markdown and link.target]
-    changed = links.rewrite_links(
+    changed = rewrites.rewrite_links(
         text, {i: "Renamed" for i, link in enumerate(links.extract_links(text)) if link in found}
     )
     again = [link for link in links.extract_links(changed) if not link.markdown and link.target]

@@ -1,6 +1,7 @@
-"""The SQLite index: one connection, write transactions, and the change log other
-processes read to keep their in-memory graph in step (its tables are in `schema`).
-
+"""The SQLite index: one connection, write transactions, and its tables: pages
+(`pages`, `search`), links (`links`), the change log other processes read to keep their
+in-memory graph in step (`changes`) and the renames remembered (`moves`); `schema`
+makes them.
 
 The index is a cache of the files. It carries a schema version (`PRAGMA user_version`);
 an outdated one is emptied and rebuilt from the files by the caller, and so is one
@@ -24,7 +25,9 @@ from pathlib import Path
 from lore_mcp.config import BUSY_TIMEOUT_S, LARGE_PASS_CACHE_KIB
 from lore_mcp.errors import VaultBusyError
 from lore_mcp.index import fill, repair, upkeep
+from lore_mcp.index.changes import ChangeLog
 from lore_mcp.index.links import LinkRow, LinkTable
+from lore_mcp.index.moves import MoveTable
 from lore_mcp.index.pages import PageRow, PageTable
 from lore_mcp.index.schema import (
     LATER_INDEXES,
@@ -38,10 +41,6 @@ from lore_mcp.index.search import SearchTable, SearchText
 
 log = logging.getLogger(__name__)
 
-CHANGELOG_KEEP = 20_000
-MOVES_KEEP = 10_000  # renames remembered, the latest (see `Index.record_move`)
-_MOVED = "moved:"  # the prefix of a rename's row in `meta`: old path key -> new path
-_MOVED_END = "moved;"  # the first key after every key with that prefix
 LOCK_SLICE_S = 0.25  # a wait for the write lock looks up this often (to give up, or log)
 WARN_AFTER_S = 2.0  # a wait this long is worth a line in the log
 WAL_CHECKPOINT_PAGES = 1000  # SQLite's own: a commit past this much log checkpoints
@@ -88,12 +87,13 @@ class Index:
         already replaced it since this connection last looked (its epoch is new). Then
         connect again. True if this call emptied it; either way the caller brings it up
         to date with the files and loads what it holds afresh."""
+        seen = self.changes.epoch
         with suppress(sqlite3.Error):  # a damaged file may refuse even this
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
         self.close()  # its lock would keep the repair waiting
         try:
-            emptied = repair.replace_damaged(self.path, self._connect, create_schema, self._epoch)
+            emptied = repair.replace_damaged(self.path, self._connect, create_schema, seen)
         finally:  # connected again, even when the repair failed (the next call tries again)
             self._open()
         self.rebuilt |= emptied
@@ -112,13 +112,13 @@ class Index:
         self.pages = PageTable(self._conn)
         self.links = LinkTable(self._conn)
         self.search = SearchTable(self._conn)
+        self.moves = MoveTable(self._conn)
         try:
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._ensure_schema()
-            # Read here, so that damage they run into counts as damage found at open.
-            self._epoch = self._read_epoch()
-            self._last_seq = self.last_change()
+            # Made here, so that damage its reads run into counts as damage found at open.
+            self.changes = ChangeLog(self._conn)
         except BaseException:
             self._conn.close()
             raise
@@ -167,10 +167,6 @@ class Index:
             return f"it is incomplete ({exc})"
         return None
 
-    def _read_epoch(self) -> str:
-        row = self._conn.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()
-        return str(row[0]) if row else ""
-
     def close(self) -> None:
         self._upkeep.stop()
         self.search.close()
@@ -193,8 +189,8 @@ class Index:
     ) -> None:
         """Insert or replace page rows, with their aliases and tags; a search text (real
         pages: see `search.search_text`) replaces the page's; `links` (held by these
-        pages, resolved) are added. While `fresh`, this is handed to the filling thread
-        (see `filling`) and returns at once."""
+        pages, resolved) are added. Inside a `filling` with a thread of its own, this is
+        handed to that thread and returns at once."""
         if self._filler is not None:
             first, self._next_id = self._next_id, self._next_id + len(pages)
             write = partial(self._insert_new, pages, aliases or {}, tags or {}, links, first)
@@ -241,8 +237,7 @@ class Index:
             for table in PAGE_TABLES
         )
         if fresh and thread:
-            sql = "SELECT coalesce(max(id), 0) + 1 FROM pages"
-            self._next_id = int(self._conn.execute(sql).fetchone()[0])
+            self._next_id = 1  # the first rowid SQLite gives in an empty table
             self._filler = fill.Filler()
         try:
             yield
@@ -315,11 +310,10 @@ class Index:
             yield
             return
         self._begin(patience or self.within_timeout)
-        start_seq = self.last_change()
+        start = self.changes.last()
         try:
             yield
-            # When everything before this transaction was seen, what it added is our own.
-            seen = self.last_change() if self._last_seq >= start_seq else self._last_seq
+            seen = self.changes.seen_after(start)
         except BaseException:
             self._rollback()
             raise
@@ -329,7 +323,7 @@ class Index:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
             raise
-        self._last_seq = seen
+        self.changes.seen = seen
 
     def _begin(self, patience: Patience) -> None:
         """`BEGIN IMMEDIATE`, waiting in slices for another process's write lock."""
@@ -372,71 +366,11 @@ class Index:
         """A number that changes when another connection commits."""
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
-    def last_change(self) -> int:
-        row = self._conn.execute("SELECT max(seq) FROM changes").fetchone()
-        return int(row[0] or 0)
-
-    def changes_since_seen(self) -> list[str] | None:
-        """Keys other connections changed since this one last looked; None if too many
-        to list (the log was pruned past our mark) or the index was rebuilt (a new
-        epoch), meaning: reload everything."""
-        epoch = self._read_epoch()
-        if epoch != self._epoch:
-            self._epoch = epoch
-            self._last_seq = self.last_change()
-            return None
-        first = self._conn.execute("SELECT min(seq) FROM changes").fetchone()[0]
-        if first is not None and first > self._last_seq + 1:
-            self._last_seq = self.last_change()
-            return None
-        rows = self._conn.execute(
-            "SELECT seq, page FROM changes WHERE seq > ? ORDER BY seq", (self._last_seq,)
-        ).fetchall()
-        if rows:
-            self._last_seq = int(rows[-1][0])
-        return list(dict.fromkeys(str(key) for _, key in rows))
-
     # -- pages renamed away ------------------------------------------------------------
 
-    def record_move(self, old_key: str, new_path: str) -> None:
-        """Remember that the page at the path key `old_key` was renamed to the file
-        `new_path`, until a page is there again (`forget_moves`); the latest
-        `MOVES_KEEP` renames are kept. A cache like the rest: a rebuild forgets them."""
-        cursor = self._conn.execute(
-            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (_MOVED + old_key, new_path)
-        )
-        # By rowid (`+key` keeps the key's index out): only the rows older than the kept
-        # ones are visited, and those were deleted by the renames before.
-        self._conn.execute(
-            "DELETE FROM meta WHERE rowid <= ? AND +key >= ? AND +key < ?",
-            ((cursor.lastrowid or 0) - MOVES_KEEP, _MOVED, _MOVED_END),
-        )
-
-    def moved_to(self, key: str) -> str | None:
-        """The path the page at the path key `key` was last renamed to, if it was."""
-        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (_MOVED + key,))
-        found = row.fetchone()
-        return None if found is None else str(found[0])
-
     def forget_moves(self, keys: Iterable[str]) -> None:
-        """Forget the renames away from these path keys (a page is there again). One
-        look when no rename is remembered, as in a first index (whose filling thread it
-        is handed to, see `filling`)."""
+        """`moves.forget`, handed to the filling thread inside `filling`."""
         if self._filler is not None:
-            self._filler.submit(partial(self._forget_moves, list(keys)))
+            self._filler.submit(partial(self.moves.forget, list(keys)))
             return
-        self._forget_moves(keys)
-
-    def _forget_moves(self, keys: Iterable[str]) -> None:
-        wanted = [(_MOVED + key,) for key in keys]
-        remembered = self._conn.execute(
-            "SELECT 1 FROM meta WHERE key >= ? AND key < ? LIMIT 1", (_MOVED, _MOVED_END)
-        ).fetchone()
-        if wanted and remembered:
-            self._conn.executemany("DELETE FROM meta WHERE key = ?", wanted)
-
-    def record_changes(self, keys: Iterable[str]) -> None:
-        """Note the pages and placeholders a write changed, for the other processes."""
-        self._conn.executemany("INSERT INTO changes(page) VALUES (?)", ((k,) for k in keys))
-        last = self.last_change()
-        self._conn.execute("DELETE FROM changes WHERE seq <= ?", (last - CHANGELOG_KEEP,))
+        self.moves.forget(keys)

@@ -82,7 +82,7 @@ def apply(
     touched |= _remove(vault, announced - brought, candidates)
     applied = _settle_placeholders(vault, candidates)
     _update_graph(vault, written, touched, candidates)
-    index.record_changes(sorted(touched | candidates))
+    index.changes.record(sorted(touched | candidates))
     return applied
 
 
@@ -272,7 +272,7 @@ def refresh(vault: AppState) -> None:
     if version == vault.data_version:
         return
     vault.data_version = version
-    changed = vault.index.changes_since_seen()
+    changed = vault.index.changes.since_seen()
     if changed is None:
         load(vault)
         return

@@ -182,7 +182,7 @@ def renamed_to(vault: AppState, rel: str) -> str | None:
     """The page the file `rel` became by renames, if it was renamed (and then perhaps
     again) and that page is there; None otherwise, and once a page is at `rel` again."""
     key, seen = path_key(rel), set()
-    while (moved := vault.index.moved_to(key)) is not None and key not in seen:
+    while (moved := vault.index.moves.moved_to(key)) is not None and key not in seen:
         if moved in vault.pages:
             return moved
         seen.add(key)

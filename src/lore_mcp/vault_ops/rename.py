@@ -21,7 +21,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from lore_mcp import audit, links
+from lore_mcp import audit, links, rewrites
 from lore_mcp.errors import FileVanishedError, InvalidArgumentError, PageExistsError
 from lore_mcp.models import RenameResult, RetargetedLink
 from lore_mcp.pagesets import PageSet, Resolution, resolve
@@ -85,7 +85,7 @@ def rename_page(
             new_handle = vault.handle(new_rel)
             others = {vault.handle(rel): rel for rel in texts if rel != old_rel}
             if path_key(old_rel) != path_key(new_rel):  # for a later write by the old name
-                vault.index.record_move(path_key(old_rel), new_rel)
+                vault.index.moves.record(path_key(old_rel), new_rel)
             change.commit(
                 audit.renamed(
                     door,
@@ -206,7 +206,7 @@ class _Rewrites:
             text = data.decode("utf-8", errors="surrogateescape")
             changes = self._changes(source, text)
             if changes:
-                new = links.replace_spans(text, changes)
+                new = rewrites.replace_spans(text, changes)
                 found[source] = _Rewrite(
                     data, new.encode("utf-8", errors="surrogateescape"), len(changes)
                 )
@@ -241,7 +241,7 @@ class _Rewrites:
             if form is None:
                 self._retarget(source, link, before.target, after.target)
             else:
-                changes[(link.start, link.end)] = links.written_as(link, text, form)
+                changes[(link.start, link.end)] = rewrites.written_as(link, text, form)
         return changes
 
     def _retarget(self, source: str, link: links.Link, before: str, after: str) -> None:
@@ -282,7 +282,7 @@ class _Rewrites:
         for tail in filter(None, forms):
             form = tail + extension
             key = target_key(form, here)
-            if not key or not (link.markdown or links.is_valid_target(form)):
+            if not key or not (link.markdown or rewrites.is_valid_target(form)):
                 continue
             found = resolve(self.after, key, here)
             if found.target == wanted and not found.loose:
