@@ -107,8 +107,7 @@ class Scan:
     def line_at(self, offset: int) -> str:
         """The text of the line holding `offset`, without its line break."""
         text = self.text
-        start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
-        return text[start : markdown.line_end(text, offset, len(text))]
+        return text[markdown.line_start(text, offset) : markdown.line_end(text, offset, len(text))]
 
 
 def scan(text: str, *, full: bool = False) -> Scan:

@@ -34,6 +34,11 @@ def line_starts(text: str) -> list[int]:
     return [0] + [m.end() for m in BREAK.finditer(text)]
 
 
+def line_start(text: str, at: int) -> int:
+    """Where the line holding `at` starts (after its line break)."""
+    return max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+
+
 def line_end(text: str, at: int, end: int) -> int:
     """Where the line holding `at` ends (its line break, or `end`)."""
     found = BREAK.search(text, at, end)
@@ -92,7 +97,7 @@ def simple_regions(text: str, start: int = 0) -> Regions | None:
     regions: Regions = []
     pos = search = start
     while (at := text.find("```", search)) >= 0:
-        first = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+        first = line_start(text, at)
         last = line_end(text, at, len(text))
         if first != at:
             if _FENCE_PREFIX.issuperset(text[first:at]):
@@ -115,7 +120,7 @@ def _fence_end(text: str, run: int, pos: int) -> int:
     after `pos`) goes on: after the closing line (up to three spaces, at least `run`
     backticks, then only spaces); -1 when it never closes."""
     while (at := text.find("`" * run, pos)) >= 0:
-        first = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+        first = line_start(text, at)
         last = line_end(text, at, len(text))
         tail = text[at:last].rstrip(" ")
         if at - first <= 3 and not text[first:at].strip(" ") and not tail.strip("`"):
