@@ -4,6 +4,7 @@ and the paths a large vault takes (through small limits, on a small vault)."""
 from __future__ import annotations
 
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,6 +103,15 @@ def test_symbol_words_and_headings() -> None:
     }
     assert terms.headings("# Title\n\ntext\n## Sub ##\n   ### Deep\n#tag\n") == "Title\nSub\nDeep"
     assert terms.fold("Étiquettes が Straße") == "etiquettes が straße"
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aZ1_.+#-é٣Ω \n"), max_size=16))
+@example("a.b .c +x# d.. .é1 a_#")
+def test_symbol_words_finds_what_the_symbol_pattern_finds_in_the_whole_text(text: str) -> None:
+    """The quick hints miss no symbol word the pattern finds, and make up none."""
+    whole = Counter(match.group().lower() for match in terms.SYMBOL.finditer(text))
+    assert terms.symbol_words(text) == whole
 
 
 @settings(max_examples=500, deadline=None)

@@ -42,9 +42,12 @@ _TOKEN = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
 # A symbol word: dotted (node.js, v1.10), a leading dot (.NET), or ending in + or # (C++, C#).
 SYMBOL = re.compile(r"(?<![\w.+#])(?:[^\W_]\w*(?:\.\w+)+|\.[^\W\d_]\w*|[^\W_]\w*[+#]+)(?![\w+#])")
 # Where one may be: a dot between word characters, + or # after one, a dot before a
-# letter at a word's start. The search starts at the character itself, which is fast.
-_SYMBOL_HINT = re.compile(
-    r"[.+#](?:(?<=\w.)(?:(?<=\.)(?=\w)|(?<=[+#]))|(?<=\.)(?<![\w.].)(?=[^\W\d_]))"
+# letter at a word's start. Each pattern starts with its character, which the regex
+# engine looks for as fast as `str.find` (one class of the three is 4x slower).
+_SYMBOL_HINTS = (
+    re.compile(r"\.(?:(?<=\w\.)(?=\w)|(?<![\w.]\.)(?=[^\W\d_]))"),
+    re.compile(r"\+(?<=\w\+)"),
+    re.compile(r"#(?<=\w#)"),
 )
 _SYMBOL_CHARS = frozenset(".+#_")
 # An ATX heading line, after its line break (searched for in "\n" + text: a pattern that
@@ -95,13 +98,13 @@ def symbol_words(text: str) -> Counter[str]:
     """The symbol words of a text (lowercased), with how often each occurs."""
     found: Counter[str] = Counter()
     done = 0
-    for hint in _SYMBOL_HINT.finditer(text):
-        if hint.start() < done:
+    for at in sorted(hint.start() for pattern in _SYMBOL_HINTS for hint in pattern.finditer(text)):
+        if at < done:
             continue
-        start = hint.start()
+        start = at
         while start > 0 and (text[start - 1].isalnum() or text[start - 1] in _SYMBOL_CHARS):
             start -= 1
-        end = hint.end()
+        end = at + 1
         while end < len(text) and (text[end].isalnum() or text[end] in _SYMBOL_CHARS):
             end += 1
         done = end
