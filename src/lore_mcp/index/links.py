@@ -136,5 +136,8 @@ class LinkTable:
         )
         return dict(select_in(self._conn, sql, keys))  # the last row per key wins: the first
 
+    def empty(self) -> bool:
+        return not self._conn.execute("SELECT EXISTS (SELECT 1 FROM links)").fetchone()[0]
+
     def count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM links").fetchone()[0])

@@ -166,6 +166,8 @@ def _reresolve(vault: AppState, changed: set[str], candidates: set[str]) -> set[
     """Resolve again every link whose target could mean something else now that the
     pages `changed` appeared or went (a link names a page by a tail of its path, or
     loosely by a tail of its slug); the pages holding such links."""
+    if not changed or vault.index.links.empty():  # as before a first index: no link yet
+        return set()
     keys = sorted({key for path in changed for key in suffixes(path_key(path))})
     folds = sorted({fold for path in changed for fold in suffixes(slug_from_path(path)) if fold})
     if not keys:

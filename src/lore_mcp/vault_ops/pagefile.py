@@ -285,8 +285,12 @@ def read_regular(
             raise OSError(errno.ESTALE, "not the file found there")
         if limit is not None and st.st_size > limit:
             return st, None
-        # Up to the end, even if the file grew since fstat (unbuffered: one read, mostly).
-        parts = [os.read(fd, st.st_size + 1)]
+        # Up to the end, even if the file grew since fstat (unbuffered): one read when it
+        # gives the size fstat said, as it does unless the file changed meanwhile.
+        first = os.read(fd, st.st_size + 1)
+        if len(first) == st.st_size:
+            return st, first
+        parts = [first]
         while parts[-1]:
             parts.append(os.read(fd, max(st.st_size, 65536)))
         return st, b"".join(parts)
