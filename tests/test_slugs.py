@@ -14,6 +14,7 @@ from lore_mcp.slugs import (
     parse_name,
     slug_from_path,
     slugify,
+    slugify_each,
     suffixes,
     target_key,
     title_from_path,
@@ -64,6 +65,12 @@ def _pages(slugs: list[str]) -> _Titles:
 )
 def test_slugify(segment: str, slug: str) -> None:
     assert slugify(segment) == slug
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=12))
+def test_slugify_takes_a_shorter_way_for_ascii_to_the_same_slug(segment: str) -> None:
+    assert slugify(segment) == slugify_each(segment)
 
 
 def test_slug_and_title_from_path() -> None:
