@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import unicodedata
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rapidfuzz import fuzz, process
 
@@ -237,8 +237,7 @@ class Aliases:
         self._keys.clear()
 
 
-@dataclass(frozen=True, slots=True)
-class Resolution:
+class Resolution(NamedTuple):
     """Where a link leads: a page's path, or (when `placeholder`) the key of the
     placeholder it waits at; `ambiguous` when several files matched and Obsidian's
     tie-break chose; `loose` when only the slug form found the page (Obsidian would
