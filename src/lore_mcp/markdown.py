@@ -92,7 +92,7 @@ def parsed_regions(text: str, start: int = 0) -> Regions:
 def simple_regions(text: str, start: int = 0) -> Regions | None:
     """The prose of text[start:] when its structure is plain: everything between the
     fences at the left margin. None when markdown-it must find the structure."""
-    if any(sign in text[start:] for sign in _NEEDS_PARSER):
+    if any(text.find(sign, start) >= 0 for sign in _NEEDS_PARSER):
         return None
     regions: Regions = []
     pos = search = start

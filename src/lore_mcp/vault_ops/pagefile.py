@@ -17,7 +17,7 @@ from lore_mcp.config import MAX_CONTEXT_CHARS, MAX_FILE_BYTES, MAX_PAGE_LINKS
 from lore_mcp.index import LinkRow, PageRow, SearchText, search_text
 from lore_mcp.slugs import Key, target_key, title_from_path
 from lore_mcp.vault_ops.files import Stamp
-from lore_mcp.vault_ops.paths import on_disk, real_path
+from lore_mcp.vault_ops.paths import on_disk_str, real_path
 
 log = logging.getLogger(__name__)
 
@@ -264,13 +264,13 @@ def _read_seen(root: Path, rel_path: str, seen: Seen) -> tuple[os.stat_result, b
         return None
     found = (seen.device, seen.stamp.inode, seen.stamp.ctime_ns)
     try:
-        return read_regular(on_disk(root, rel_path), MAX_FILE_BYTES, expect=found)
+        return read_regular(on_disk_str(root, rel_path), MAX_FILE_BYTES, expect=found)
     except OSError:
         return None
 
 
 def read_regular(
-    path: Path, limit: int | None = None, *, expect: tuple[int, int, int] | None = None
+    path: Path | str, limit: int | None = None, *, expect: tuple[int, int, int] | None = None
 ) -> tuple[os.stat_result, bytes | None]:
     """The stat and bytes of the regular file at `path` (a real path: a symlink put there
     since is not followed, and a FIFO or device does not block); None for the bytes when
