@@ -41,6 +41,7 @@ _STOPWORDS = {
 _LANGUAGE_OF = {word: language for language, stops in _STOPWORDS.items() for word in stops}
 _OWN_STOPWORDS = frozenset(_LANGUAGE_OF)
 _FOLD = str.maketrans("àáâäãçèéêëìíîïñòóôöõùúûüß", "aaaaaceeeeiiiinooooouuuus")
+_FOLDED = re.compile("[" + "".join(map(chr, _FOLD)) + "]")  # what `_FOLD` changes
 
 
 def words(text: str) -> list[str]:
@@ -71,7 +72,7 @@ def page_language(text: str) -> str | None:
     at white space: a word before a comma or a full stop is missed, which costs little
     against many times the speed)."""
     sample = text[:SAMPLE_CHARS].lower()
-    if not sample.isascii():
+    if not sample.isascii() and _FOLDED.search(sample):  # a Chinese page has none to fold
         sample = sample.translate(_FOLD)
     return _best(sample.split(), _MIN_HITS)
 
