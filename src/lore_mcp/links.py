@@ -71,6 +71,8 @@ class Link(NamedTuple):
     @property
     def is_attachment(self) -> bool:
         """A file Obsidian opens itself (`diagram.png`, `report.PDF`, `board.canvas`)."""
+        if "." not in self.target:  # most links: no extension at all
+            return False
         name = self.target.replace("\\", "/").rpartition("/")[2]
         return name.rpartition(".")[2].lower() in ATTACHMENTS if "." in name else False
 

@@ -72,6 +72,8 @@ class OtherFiles:
 
     def holds(self, target: str) -> bool:
         """Whether a link target names one of these files (by its path or its name)."""
+        if not self._paths:
+            return False
         key = target.replace("\\", "/").strip().lstrip("./").lower()
         return key in self._paths or self._names[key.rpartition("/")[2]] > 0
 
