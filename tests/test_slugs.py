@@ -67,7 +67,7 @@ def test_slugify(segment: str, slug: str) -> None:
     assert slugify(segment) == slug
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=12))
 def test_slugify_takes_a_shorter_way_for_ascii_to_the_same_slug(segment: str) -> None:
     assert slugify(segment) == slugify_each(segment)
