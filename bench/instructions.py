@@ -1,8 +1,8 @@
-"""The instructions a first index executes, counted by Valgrind: a figure that stays the
-same when the machine's speed does not (on a shared machine it drifts by a third within
-an hour, far more than most changes to the code).
+"""The instructions a first index and a search execute, counted by Valgrind: a figure
+that stays the same when the machine's speed does not (on a shared machine it drifts by
+a third within an hour, far more than most changes to the code).
 
-    python bench/instructions.py [--size 10000] [--parse 2000] [--src DIR]
+    python bench/instructions.py [--size 10000] [--parse 2000] [--searches 300] [--src DIR]
 
 Makes (or reuses) the synthetic vault `bench/.vaults/<size>/`, then runs, each under
 `valgrind --tool=cachegrind --cache-sim=no` in a process of its own:
@@ -12,9 +12,12 @@ Makes (or reuses) the synthetic vault `bench/.vaults/<size>/`, then runs, each u
   whose work Valgrind would not count), less the same process without the open
   (Python and the imports);
 - `parse`: the first `--parse` pages, read into memory first, parsed
-  (`pagefile.parse`), less the same process without the parse.
+  (`pagefile.parse`), less the same process without the parse;
+- `search`: the `--searches` queries `bench/run.py` asks (its workload, seed 42), asked
+  of a copy of the vault with its index (its upkeep done first) once to warm up and
+  once more, less the same process without the second time.
 
-Prints both counts. `--src DIR` counts the code of another checkout (its `src`), to
+Prints the three counts (`--searches 0` leaves the last out). `--src DIR` counts the code of another checkout (its `src`), to
 compare two versions: the same run gives the same count within 0.5 % (0.1 % for
 parsing, which runs in one thread). Needs `valgrind` on PATH; the runs take about 50
 times as long as without it (a minute or two at 10k pages).
@@ -39,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Instructions of a first index, by Valgrind.")
     parser.add_argument("--size", type=int, default=10_000, help="vault size (default 10000)")
     parser.add_argument("--parse", type=int, default=2000, help="pages parsed (default 2000)")
+    parser.add_argument("--searches", type=int, default=300, help="searches (default 300)")
     parser.add_argument("--src", type=Path, help="count the code of this src folder instead")
     parser.add_argument("--cache", type=Path, default=ROOT / "bench" / ".vaults")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)  # what, vault, go/no
@@ -64,10 +68,21 @@ def main(argv: list[str] | None = None) -> int:
         opened = _count(env, "open", copy, "go", 0) - _count(env, "open", copy, "no", 0)
         parsed = _count(env, "parse", copy, "go", args.parse)
         parsed -= _count(env, "parse", copy, "no", args.parse)
+        if args.searches > 0:
+            indexed = Path(scratch) / "indexed"
+            shutil.copytree(vault, indexed)  # with its index: no first index to count
+            # Its upkeep done before counting, so that each count starts from the same index.
+            settle = [sys.executable, __file__, "--child", "settle", str(indexed), "go"]
+            subprocess.run(settle, env=env, check=True)
+            searched = _count(env, "search", indexed, "go", args.searches)
+            searched -= _count(env, "search", indexed, "no", args.searches)
     code = args.src or ROOT / "src"
     print(f"code: {code}")
     print(f"open_vault, a first index of {args.size:,} pages: {opened / 1e9:,.2f} G instructions")
     print(f"parse of {args.parse:,} pages in memory:{'':<12}{parsed / 1e6:,.0f} M instructions")
+    if args.searches > 0:
+        each = searched / args.searches / 1e6
+        print(f"{args.searches} searches of {args.size:,} pages:{'':<11}{each:,.2f} M instructions each")
     return 0
 
 
@@ -102,6 +117,9 @@ def _child(what: str, root: Path, go: bool, pages: int) -> None:
         if go:  # no reader processes: Valgrind counts this process only
             open_vault(root, readers=0).close()
         return
+    if what in ("search", "settle"):
+        _search(root, go, pages if what == "search" else 0)
+        return
     from lore_mcp.vault_ops.pagefile import parse
 
     paths = sorted(p for p in root.rglob("*.md") if ".lore" not in p.relative_to(root).parts)
@@ -109,6 +127,29 @@ def _child(what: str, root: Path, go: bool, pages: int) -> None:
     if go:
         for rel, data in read:
             parse(rel, data, len(data), 0)
+
+
+def _search(root: Path, go: bool, count: int) -> None:
+    """The benchmark's searches, asked once to warm up and (`go`) once more."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from bench import vaults
+    from lore_mcp.vault_ops import open_vault
+    from lore_mcp.vault_ops.queries import search
+
+    pages = vaults.page_files(root)
+    workload = vaults.build_workload(vaults.Vault(root, pages, None, 0), count, 42)
+    asked = [args["query"] for name, _, calls in workload.calls if name == "search" for args in calls]
+    vault = open_vault(root, readers=0)
+    try:
+        vault.index.upkeep_done()  # a merge of segments would be counted too
+        for query in asked:
+            search(vault, query)
+        if go:
+            for query in asked:
+                search(vault, query)
+    finally:
+        vault.close()
 
 
 if __name__ == "__main__":
