@@ -127,6 +127,24 @@ def test_fold_takes_off_latin_greek_and_cyrillic_marks_and_nothing_else(text: st
     assert terms.fold(text) == expected
 
 
+# Letters with marks, bare ones, the marks fold takes off, and marks it keeps that compose
+# (Arabic maddah and hamza, kana voicing, Devanagari nukta) or are kept apart (U+2126).
+_MARKS = "éÉüÅǘệйЙΐώaeoiукかाا\u0301\u0308\u0323\u0334\u0345\u0653\u0655\u3099\u093c\u2126 "
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(_MARKS), max_size=10))
+@example("\u0627\u0301\u0653")  # alef, acute, maddah: with the acute gone, they compose
+def test_fold_of_marks_beside_marks_that_compose(text: str) -> None:
+    """Where folding a char by itself leaves a mark that composes with what is before it,
+    `fold` still gives the whole text's folding."""
+    bare = unicodedata.normalize("NFD", text.lower())
+    expected = unicodedata.normalize(
+        "NFC", "".join(c for c in bare if not "\u0300" <= c <= "\u036f")
+    )
+    assert terms.fold(text) == expected
+
+
 def test_inflections_reach_every_stem() -> None:
     stemmer = Stemmer()
     try:

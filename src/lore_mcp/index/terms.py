@@ -33,6 +33,7 @@ _CJK = (
     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
 )
 _CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_FIRST = _CJK[0]  # no char before it is one
 SEP = "\x1f"
 _QUOTED = re.compile(r'"([^"]*)"')
 _WORD = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
@@ -65,7 +66,7 @@ def fts_text(text: str) -> str:
 
 def is_cjk(char: str) -> bool:
     """Whether a character is Chinese or Japanese (or Korean), stored as a token of its own."""
-    return _CJK_RUN.match(char) is not None
+    return char >= _CJK_FIRST and _CJK_RUN.match(char) is not None
 
 
 def fold(text: str) -> str:
@@ -73,25 +74,35 @@ def fold(text: str) -> str:
     compares words. Only the combining marks of Latin, Greek and Cyrillic letters go:
     Japanese kana keep theirs (が stays が)."""
     text = text.lower()
-    if text.isascii() or (
-        _marked().search(text) is None and unicodedata.is_normalized("NFC", text)
-    ):  # no mark to take off (Cyrillic, Greek without accents, CJK): as it is
+    if text.isascii():
         return text
+    marked, bare = _marked()
+    if marked.search(text) is None and unicodedata.is_normalized("NFC", text):
+        return text  # no mark to take off (Cyrillic, Greek without accents, CJK): as it is
+    # Each char that holds a mark, as it is without (its canonical decomposition with the
+    # marks taken off, composed again); the marks themselves go. That is the whole
+    # text's decomposition without the marks, put back in canonical order; composed
+    # again, it is the text folded whenever it is composed already. Else (rarely: a mark
+    # left that now composes with what came before it) it is composed the long way.
+    folded = marked.sub(lambda match: bare[match.group()], text)
+    if unicodedata.is_normalized("NFC", folded):
+        return folded
     return unicodedata.normalize("NFC", _DIACRITIC.sub("", unicodedata.normalize("NFD", text)))
 
 
 @cache
-def _marked() -> re.Pattern[str]:
+def _marked() -> tuple[re.Pattern[str], dict[str, str]]:
     """The chars that hold a mark `fold` takes off: the marks, and every char whose
-    canonical decomposition has one (made on first use, in about 15 ms: it looks at every
-    code point up to the last that has a decomposition, U+2FA1D)."""
-    chars = [
-        char
-        for code in range(0x80, 0x2FA1E)
-        if unicodedata.decomposition(char := chr(code))
-        and _DIACRITIC.search(unicodedata.normalize("NFD", char))
-    ]
-    return re.compile("[\u0300-\u036f" + "".join(map(re.escape, chars)) + "]")
+    canonical decomposition has one; and each of them without its marks (made on first
+    use, in about 20 ms: it looks at every code point up to the last that has a
+    decomposition, U+2FA1D)."""
+    bare = {chr(code): "" for code in range(0x300, 0x370)}
+    for code in range(0x80, 0x2FA1E):
+        if unicodedata.decomposition(char := chr(code)) and _DIACRITIC.search(
+            decomposed := unicodedata.normalize("NFD", char)
+        ):
+            bare[char] = unicodedata.normalize("NFC", _DIACRITIC.sub("", decomposed))
+    return re.compile("[" + "".join(map(re.escape, bare)) + "]"), bare
 
 
 def symbol_words(text: str) -> Counter[str]:
