@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from lore_mcp.index.terms import SEP, fold, is_cjk
 
@@ -99,10 +100,9 @@ def mark(text: str, words: Iterable[str], folded: str | None = None) -> str:
     """`text` with every word that starts with one of `words` (folded) between the
     marks (in Chinese and Japanese, just the characters): an approximation of the
     tokenizer's matching. `folded` is the text folded, if the caller has it."""
-    starts = sorted({w for w in words if w}, key=len, reverse=True)
-    if not starts:
+    pattern = _starts_pattern(tuple(words))
+    if pattern is None:
         return text
-    pattern = re.compile("|".join(re.escape(w) for w in starts))
     folded = fold(text) if folded is None else folded
     if len(folded) != len(text):  # folding changed the length: mark what lines up
         folded = text.lower()
@@ -119,6 +119,14 @@ def mark(text: str, words: Iterable[str], folded: str | None = None) -> str:
         last = end
     out.append(text[last:])
     return "".join(out)
+
+
+@lru_cache(maxsize=64)
+def _starts_pattern(words: tuple[str, ...]) -> re.Pattern[str] | None:
+    """A pattern for any of `words`, the longest first; None for no word (the hits of
+    one search are marked with the same words)."""
+    starts = sorted({w for w in words if w}, key=len, reverse=True)
+    return re.compile("|".join(re.escape(w) for w in starts)) if starts else None
 
 
 def reach(folded: str, words: Sequence[str]) -> int:
