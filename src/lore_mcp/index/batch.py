@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 CHUNK = 500
@@ -46,5 +47,5 @@ def insert_at_once(
     while start < len(rows):
         size = 1 << (min(len(rows) - start, max(1, most)).bit_length() - 1)
         chunk = rows[start : start + size]
-        conn.execute(head + ", ".join([row] * size), [v for values in chunk for v in values])
+        conn.execute(head + ", ".join([row] * size), list(chain.from_iterable(chunk)))
         start += size

@@ -16,7 +16,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from lore_mcp.index import LinkRow, PageRow
-from lore_mcp.pagesets import resolve
+from lore_mcp.pagesets import Resolution, resolve
 from lore_mcp.slugs import Key, forget_cached, path_key, slug_from_path, suffixes
 from lore_mcp.vault_ops.core import AppState
 from lore_mcp.vault_ops.pagefile import Parsed, link_key
@@ -99,12 +99,15 @@ def _put(
     `RELOAD_OVER` (the graph is then loaded afresh; at 100k pages the rows are 35 MB)."""
     index = vault.index
     written: list[PageRow] = []
+    known: dict[tuple[str, str, bool, str], Resolution] = {}  # while the pages stay the same
     for batch in _batches(pages):
         paths = [page.row.key for page in batch]
         if not index.fresh:  # in a first index, no page has links yet
             candidates.update(target for _, target in index.links.edges(paths))
             index.links.delete_from(paths)
         new = {path for path in paths if path not in vault.pages}
+        if new:
+            known.clear()
         vault.pages.update(new)
         # A page is there again: no write by that name is one to a page renamed away.
         index.forget_moves([path_key(p) for p in paths if p in new or p in announced])
@@ -112,7 +115,7 @@ def _put(
             vault.aliases.give(page.row.key, page.aliases)
         touched.update(_reresolve(vault, new, candidates))
         rows = [
-            _resolved(vault, link, key)
+            _resolved(vault, link, key, known)
             for page in batch
             for link, key in zip(page.links, page.keys, strict=True)
         ]
@@ -141,8 +144,18 @@ def _batches(pages: Iterable[Parsed]) -> Iterator[list[Parsed]]:
         yield batch
 
 
-def _resolved(vault: AppState, link: LinkRow, key: Key) -> LinkRow:
-    found = resolve(vault.pages, key, link.source)
+def _resolved(
+    vault: AppState, link: LinkRow, key: Key, known: dict[tuple[str, str, bool, str], Resolution]
+) -> LinkRow:
+    """The link, resolved. `known` keeps where each target (as written) led while the
+    pages stay the same, but for a tie the linking page's folder breaks: many links
+    share a target."""
+    spelled = (key.path, key.text, key.exact, key.fold)
+    found = known.get(spelled)
+    if found is None:
+        found = resolve(vault.pages, key, link.source)
+        if not found.ambiguous:
+            known[spelled] = found
     # Made whole: `_replace` takes twice as long, which at 50,000 links a pass shows.
     source, target, line, context, path, exact, fold = link[:7]
     resolved, ambiguous, loose = found.target, found.ambiguous, found.loose
