@@ -150,6 +150,33 @@ async def test_the_tie_break_is_obsidians(vault_dir: Path) -> None:
         state.close()
 
 
+def test_links_spelled_apart_lead_apart_in_one_pass(vault_dir: Path) -> None:
+    """A first index resolves a target once for all the links that spell it alike: not
+    for links that spell it otherwise (files only case tells apart), nor where the
+    linking page's folder breaks a tie."""
+    write(vault_dir, "Note.md", "upper\n")
+    if (vault_dir / "note.md").exists():
+        pytest.skip("this file system does not tell case apart")
+    write(vault_dir, "note.md", "lower\n")
+    write(vault_dir, "x/Topic.md", "in x\n")
+    write(vault_dir, "y/Topic.md", "in y\n")
+    for n in range(3):  # links to the same targets from several pages, in both folders
+        write(vault_dir, f"x/From {n}.md", "[[Note]] [[note]] [[Topic]]\n")
+        write(vault_dir, f"y/From {n}.md", "[[note]] [[Note]] [[Topic]]\n")
+    state = vault_ops.open_vault(vault_dir)
+    try:
+        for n in range(3):
+            for folder, order in (("x", ["Note", "note"]), ("y", ["note", "Note"])):
+                found = vault_ops.read_page(state, f"{folder}/From {n}").links
+                assert [(k.target, k.slug) for k in found] == [
+                    *[(name, state.handle(f"{name}.md")) for name in order],
+                    ("Topic", state.handle(f"{folder}/Topic.md")),
+                ]
+        assert_matches_fresh(state)
+    finally:
+        state.close()
+
+
 async def test_renames_touch_only_what_they_change_and_undo(vault_dir: Path) -> None:
     write(vault_dir, "Sync/Security.md", "sync security\n")
     write(vault_dir, "Settings/Security.md", "settings security\n")
