@@ -13,14 +13,15 @@ Makes (or reuses) the synthetic vault `bench/.vaults/<size>/`, then runs, each u
   (Python and the imports);
 - `parse`: the first `--parse` pages, read into memory first, parsed
   (`pagefile.parse`), less the same process without the parse;
-- `search`: the `--searches` queries `bench/run.py` asks (its workload, seed 42), asked
-  of a copy of the vault with its index (its upkeep done first) once to warm up and
-  once more, less the same process without the second time.
+- `search`: the `--searches` queries `bench/run.py` asks (its workload, seed 42) of a
+  copy of the vault with its index (its upkeep done first), after as many others to
+  warm up (seed 1042), less the same process without them.
 
-Prints the three counts (`--searches 0` leaves the last out). `--src DIR` counts the code of another checkout (its `src`), to
-compare two versions: the same run gives the same count within 0.5 % (0.1 % for
-parsing, which runs in one thread). Needs `valgrind` on PATH; the runs take about 50
-times as long as without it (a minute or two at 10k pages).
+Prints the three counts (`--searches 0` leaves the last out). `--src DIR` counts the code
+of another checkout (its `src`), to compare two versions: the same run gives the same
+count within 0.5 % (0.1 % for parsing, which runs in one thread). Needs `valgrind` on
+PATH; the runs take about 50 times as long as without it (a minute or two each at 10k
+pages).
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"parse of {args.parse:,} pages in memory:{'':<12}{parsed / 1e6:,.0f} M instructions")
     if args.searches > 0:
         each = searched / args.searches / 1e6
-        print(f"{args.searches} searches of {args.size:,} pages:{'':<11}{each:,.2f} M instructions each")
+        label = f"{args.searches} searches of {args.size:,} pages:"
+        print(f"{label:<43}{each:,.2f} M instructions each")
     return 0
 
 
@@ -130,20 +132,24 @@ def _child(what: str, root: Path, go: bool, pages: int) -> None:
 
 
 def _search(root: Path, go: bool, count: int) -> None:
-    """The benchmark's searches, asked once to warm up and (`go`) once more."""
+    """As many other searches to warm up, then (`go`) the benchmark's: each of its
+    queries new to the process, as an agent's are (its words' forms and stems not
+    looked up yet)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from bench import vaults
     from lore_mcp.vault_ops import open_vault
     from lore_mcp.vault_ops.queries import search
 
-    pages = vaults.page_files(root)
-    workload = vaults.build_workload(vaults.Vault(root, pages, None, 0), count, 42)
-    asked = [args["query"] for name, _, calls in workload.calls if name == "search" for args in calls]
+    pages = vaults.Vault(root, vaults.page_files(root), None, 0)
+    asked, other = (
+        [args["query"] for name, _, calls in workload.calls if name == "search" for args in calls]
+        for workload in (vaults.build_workload(pages, count, seed) for seed in (42, 1042))
+    )
     vault = open_vault(root, readers=0)
     try:
         vault.index.upkeep_done()  # a merge of segments would be counted too
-        for query in asked:
+        for query in other:
             search(vault, query)
         if go:
             for query in asked:
