@@ -56,10 +56,7 @@ def slugify(segment: str) -> str:
     """One path segment as a slug: `My Page_1` → `my-page-1`, `C++` → `c++`,
     `v1.1.0` → `v1.1.0`, `🚀 Launch` → `🚀-launch`, `Ünïcode Ω` → `ünïcode-ω`."""
     if segment.isascii():  # the same, by one translation instead of a test a character
-        slug = segment.lower().translate(_ASCII_SLUG)
-        if "--" in slug:
-            slug = _DASH_RUN.sub("-", slug)
-        slug = slug.strip("-").rstrip(".").strip("-")
+        slug = _tidied(segment.lower().translate(_ASCII_SLUG))
         return slug if _ASCII_WORD.search(slug) else ""
     return slugify_each(segment)
 
@@ -72,8 +69,15 @@ def slugify_each(segment: str) -> str:
         for char in unicodedata.normalize("NFC", segment.lower())
         if char not in RESERVED and (char.isspace() or unicodedata.category(char) != "Cc")
     )
-    slug = _DASH_RUN.sub("-", "".join(kept)).strip("-").rstrip(".").strip("-")
+    slug = _tidied("".join(kept))
     return slug if any(_is_word(char) for char in slug) else ""
+
+
+def _tidied(slug: str) -> str:
+    """A slug's runs of dashes made one, without dashes at its ends or a final dot."""
+    if "--" in slug:
+        slug = _DASH_RUN.sub("-", slug)
+    return slug.strip("-").rstrip(".").strip("-")
 
 
 def _is_word(char: str) -> bool:

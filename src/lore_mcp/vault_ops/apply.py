@@ -86,6 +86,10 @@ def apply(
     return applied
 
 
+# A link target as written (path key, text, exact, slug form) -> where it led.
+_Known = dict[tuple[str, str, bool, str], Resolution]
+
+
 def _put(
     vault: AppState,
     pages: Iterable[Parsed],
@@ -99,7 +103,7 @@ def _put(
     `RELOAD_OVER` (the graph is then loaded afresh; at 100k pages the rows are 35 MB)."""
     index = vault.index
     written: list[PageRow] = []
-    known: dict[tuple[str, str, bool, str], Resolution] = {}  # while the pages stay the same
+    known: _Known = {}  # where targets led, while the pages stay the same (see `_resolved`)
     for batch in _batches(pages):
         paths = [page.row.key for page in batch]
         if not index.fresh:  # in a first index, no page has links yet
@@ -144,9 +148,7 @@ def _batches(pages: Iterable[Parsed]) -> Iterator[list[Parsed]]:
         yield batch
 
 
-def _resolved(
-    vault: AppState, link: LinkRow, key: Key, known: dict[tuple[str, str, bool, str], Resolution]
-) -> LinkRow:
+def _resolved(vault: AppState, link: LinkRow, key: Key, known: _Known) -> LinkRow:
     """The link, resolved. `known` keeps where each target (as written) led while the
     pages stay the same, but for a tie the linking page's folder breaks: many links
     share a target."""
@@ -188,8 +190,6 @@ def _reresolve(vault: AppState, changed: set[str], candidates: set[str]) -> set[
         return set()
     keys = sorted({key for path in changed for key in suffixes(path_key(path))})
     folds = sorted({fold for path in changed for fold in suffixes(slug_from_path(path)) if fold})
-    if not keys:
-        return set()
     updates: list[tuple[int, str, bool, bool]] = []
     sources: set[str] = set()
     for link in vault.index.links.with_keys(keys, folds):
